@@ -1,0 +1,288 @@
+//! SQL data types and scalar values.
+//!
+//! A [`Datum`] is `Option<ScalarValue>`: `None` is SQL NULL. Values carry a
+//! total order and a hash that agree with PostgreSQL equality (`-0.0 = 0.0`,
+//! `NaN = NaN` and greater than every number, `'1 month' = '30 days'`), so
+//! they can be group keys, join keys and state-table keys directly.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use rust_decimal::Decimal;
+
+/// The SQL types of DESIGN §2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DataType {
+    Int16,
+    Int32,
+    Int64,
+    Float32,
+    Float64,
+    Decimal,
+    Varchar,
+    Boolean,
+    Date,
+    Timestamp,
+    Interval,
+}
+
+impl DataType {
+    /// The PostgreSQL name, as `format_type` prints it.
+    pub fn pg_name(self) -> &'static str {
+        match self {
+            DataType::Int16 => "smallint",
+            DataType::Int32 => "integer",
+            DataType::Int64 => "bigint",
+            DataType::Float32 => "real",
+            DataType::Float64 => "double precision",
+            DataType::Decimal => "numeric",
+            DataType::Varchar => "character varying",
+            DataType::Boolean => "boolean",
+            DataType::Date => "date",
+            DataType::Timestamp => "timestamp without time zone",
+            DataType::Interval => "interval",
+        }
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, DataType::Int16 | DataType::Int32 | DataType::Int64)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::Float32
+                | DataType::Float64
+                | DataType::Decimal
+        )
+    }
+
+    /// PostgreSQL type OID (built-in OIDs only, see NOTES.md).
+    pub fn oid(self) -> u32 {
+        match self {
+            DataType::Int16 => 21,
+            DataType::Int32 => 23,
+            DataType::Int64 => 20,
+            DataType::Float32 => 700,
+            DataType::Float64 => 701,
+            DataType::Decimal => 1700,
+            DataType::Varchar => 1043,
+            DataType::Boolean => 16,
+            DataType::Date => 1082,
+            DataType::Timestamp => 1114,
+            DataType::Interval => 1186,
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.pg_name())
+    }
+}
+
+/// A float with PostgreSQL's total order: NaN equals NaN and sorts above
+/// every other value; `-0.0` equals `0.0`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct F64(pub f64);
+
+impl F64 {
+    fn canonical_bits(self) -> u64 {
+        if self.0.is_nan() {
+            f64::NAN.to_bits()
+        } else if self.0 == 0.0 {
+            0
+        } else {
+            self.0.to_bits()
+        }
+    }
+}
+
+impl PartialEq for F64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for F64 {}
+impl PartialOrd for F64 {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for F64 {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self.0.is_nan(), other.0.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => self.0.partial_cmp(&other.0).unwrap_or(Ordering::Equal),
+        }
+    }
+}
+impl Hash for F64 {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.canonical_bits().hash(state)
+    }
+}
+
+/// A PostgreSQL interval: months, days and microseconds kept apart, compared
+/// (like PostgreSQL) on the total with 30-day months and 24-hour days.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interval {
+    pub months: i32,
+    pub days: i32,
+    pub micros: i64,
+}
+
+impl Interval {
+    pub const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+    pub fn new(months: i32, days: i32, micros: i64) -> Self {
+        Interval {
+            months,
+            days,
+            micros,
+        }
+    }
+
+    /// The total in microseconds used for comparison and hashing.
+    pub fn total_micros(&self) -> i128 {
+        (self.months as i128 * 30 + self.days as i128) * Self::MICROS_PER_DAY as i128
+            + self.micros as i128
+    }
+}
+
+impl PartialEq for Interval {
+    fn eq(&self, other: &Self) -> bool {
+        self.total_micros() == other.total_micros()
+    }
+}
+impl Eq for Interval {}
+impl PartialOrd for Interval {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Interval {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.total_micros().cmp(&other.total_micros())
+    }
+}
+impl Hash for Interval {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.total_micros().hash(state)
+    }
+}
+
+/// A non-null SQL value.
+///
+/// Ordering between values of different variants is by variant only and is
+/// never relied upon: the binder casts both sides of a comparison, a join key
+/// or a union to one type first.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScalarValue {
+    Int16(i16),
+    Int32(i32),
+    Int64(i64),
+    Float32(F64),
+    Float64(F64),
+    Decimal(Decimal),
+    Varchar(Arc<str>),
+    Boolean(bool),
+    Date(NaiveDate),
+    Timestamp(NaiveDateTime),
+    Interval(Interval),
+}
+
+/// A nullable SQL value; `None` is NULL.
+pub type Datum = Option<ScalarValue>;
+
+/// A row of datums, positionally matching some schema.
+pub type Row = Vec<Datum>;
+
+impl ScalarValue {
+    pub fn data_type(&self) -> DataType {
+        match self {
+            ScalarValue::Int16(_) => DataType::Int16,
+            ScalarValue::Int32(_) => DataType::Int32,
+            ScalarValue::Int64(_) => DataType::Int64,
+            ScalarValue::Float32(_) => DataType::Float32,
+            ScalarValue::Float64(_) => DataType::Float64,
+            ScalarValue::Decimal(_) => DataType::Decimal,
+            ScalarValue::Varchar(_) => DataType::Varchar,
+            ScalarValue::Boolean(_) => DataType::Boolean,
+            ScalarValue::Date(_) => DataType::Date,
+            ScalarValue::Timestamp(_) => DataType::Timestamp,
+            ScalarValue::Interval(_) => DataType::Interval,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            ScalarValue::Boolean(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The value as an i64 if it is an integer of any width.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            ScalarValue::Int16(v) => Some(*v as i64),
+            ScalarValue::Int32(v) => Some(*v as i64),
+            ScalarValue::Int64(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            ScalarValue::Varchar(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn varchar(s: impl Into<Arc<str>>) -> ScalarValue {
+        ScalarValue::Varchar(s.into())
+    }
+
+    pub fn float64(v: f64) -> ScalarValue {
+        ScalarValue::Float64(F64(v))
+    }
+
+    pub fn float32(v: f32) -> ScalarValue {
+        ScalarValue::Float32(F64(v as f64))
+    }
+}
+
+/// A named, typed column of a schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub name: String,
+    pub data_type: DataType,
+}
+
+impl Field {
+    pub fn new(name: impl Into<String>, data_type: DataType) -> Self {
+        Field {
+            name: name.into(),
+            data_type,
+        }
+    }
+}
+
+/// Compare two datums with PostgreSQL's default NULL placement for ascending
+/// order (NULLs last).
+pub fn cmp_datum_nulls_last(a: &Datum, b: &Datum) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(x), Some(y)) => x.cmp(y),
+    }
+}

@@ -1,0 +1,125 @@
+//! Bound scalar expressions, their evaluation with PostgreSQL semantics, and
+//! aggregate functions with retraction.
+//!
+//! CONTRACT shared by the binder, the batch engine and the stream executors:
+//! - [`Expr`] is fully typed: every function call's arguments already have
+//!   the types the function takes (the builder functions below insert the
+//!   implicit casts), so evaluation never guesses.
+//! - Evaluation errors are [`ExprError`]s carrying a SQLSTATE (`22003`
+//!   overflow, `22012` division by zero, `22P02` bad text, ...).
+//! - Aggregates are [`Accumulator`]s that accept retractions and can save
+//!   and restore their state as a [`Row`](crate::common::Row).
+
+pub mod agg;
+pub mod build;
+pub mod eval;
+
+use crate::common::{DataType, Datum};
+
+pub use agg::{create_accumulator, Accumulator, AggCall, AggKind};
+pub use build::{agg_return_type, build_cast, build_func, common_type, Func};
+
+/// An error raised while building or evaluating an expression.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ExprError {
+    /// SQLSTATE: `42883` no such function/operator, `42804` datatype
+    /// mismatch, `22003` numeric out of range, `22012` division by zero,
+    /// `22P02` invalid text representation, `22xxx` other data errors.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ExprError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        ExprError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub type ExprResult<T> = Result<T, ExprError>;
+
+/// A typed scalar expression over an input row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// Column `index` of the input row.
+    InputRef { index: usize, ty: DataType },
+    /// A constant (NULL is `value: None`).
+    Literal { value: Datum, ty: DataType },
+    /// A function or operator call; built only through [`build_func`].
+    Func {
+        func: Func,
+        args: Vec<Expr>,
+        ty: DataType,
+    },
+    /// `CAST(expr AS ty)`; built through [`build_cast`].
+    Cast { expr: Box<Expr>, ty: DataType },
+    /// `CASE WHEN c1 THEN r1 ... ELSE e END` (a `CASE x WHEN v ...` form is
+    /// bound into this one with `x = v` conditions).
+    Case {
+        whens: Vec<(Expr, Expr)>,
+        else_: Option<Box<Expr>>,
+        ty: DataType,
+    },
+}
+
+impl Expr {
+    pub fn return_type(&self) -> DataType {
+        match self {
+            Expr::InputRef { ty, .. }
+            | Expr::Literal { ty, .. }
+            | Expr::Func { ty, .. }
+            | Expr::Cast { ty, .. }
+            | Expr::Case { ty, .. } => *ty,
+        }
+    }
+
+    pub fn input_ref(index: usize, ty: DataType) -> Expr {
+        Expr::InputRef { index, ty }
+    }
+
+    pub fn literal(value: Datum, ty: DataType) -> Expr {
+        Expr::Literal { value, ty }
+    }
+
+    /// Rewrite every `InputRef` index through `f` (used when the planner
+    /// moves an expression onto a differently shaped input).
+    pub fn map_input_refs(&mut self, f: &mut impl FnMut(usize) -> usize) {
+        match self {
+            Expr::InputRef { index, .. } => *index = f(*index),
+            Expr::Literal { .. } => {}
+            Expr::Func { args, .. } => args.iter_mut().for_each(|a| a.map_input_refs(f)),
+            Expr::Cast { expr, .. } => expr.map_input_refs(f),
+            Expr::Case { whens, else_, .. } => {
+                for (c, r) in whens {
+                    c.map_input_refs(f);
+                    r.map_input_refs(f);
+                }
+                if let Some(e) = else_ {
+                    e.map_input_refs(f);
+                }
+            }
+        }
+    }
+
+    /// Every input column the expression reads.
+    pub fn collect_input_refs(&self, out: &mut Vec<usize>) {
+        match self {
+            Expr::InputRef { index, .. } => out.push(*index),
+            Expr::Literal { .. } => {}
+            Expr::Func { args, .. } => args.iter().for_each(|a| a.collect_input_refs(out)),
+            Expr::Cast { expr, .. } => expr.collect_input_refs(out),
+            Expr::Case { whens, else_, .. } => {
+                for (c, r) in whens {
+                    c.collect_input_refs(out);
+                    r.collect_input_refs(out);
+                }
+                if let Some(e) = else_ {
+                    e.collect_input_refs(out);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Catalog descriptors: what the binder and the planners know about a
+//! relation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::common::{DataType, Field};
+
+/// Id of a table, MV, system relation or internal state table.
+pub type TableId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RelationKind {
+    Table,
+    MaterializedView,
+    /// A relation of `rw_catalog` (or `pg_catalog`/`information_schema`)
+    /// computed from meta on each read.
+    System,
+}
+
+impl RelationKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RelationKind::Table => "table",
+            RelationKind::MaterializedView => "materialized view",
+            RelationKind::System => "system catalog",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnDesc {
+    pub name: String,
+    pub data_type: DataType,
+    /// Hidden columns (the row id of a table without primary key, stream key
+    /// columns an MV carries for maintenance) are not shown by `SELECT *`
+    /// nor by `DESCRIBE`.
+    pub hidden: bool,
+}
+
+impl ColumnDesc {
+    pub fn new(name: impl Into<String>, data_type: DataType) -> Self {
+        ColumnDesc {
+            name: name.into(),
+            data_type,
+            hidden: false,
+        }
+    }
+
+    pub fn hidden(name: impl Into<String>, data_type: DataType) -> Self {
+        ColumnDesc {
+            name: name.into(),
+            data_type,
+            hidden: true,
+        }
+    }
+}
+
+/// A relation as the binder sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelationDesc {
+    pub id: TableId,
+    /// Unqualified name, lower case unless it was quoted.
+    pub name: String,
+    pub kind: RelationKind,
+    /// All columns, hidden ones included, in storage order.
+    pub columns: Vec<ColumnDesc>,
+    /// Indices of the primary key / stream key columns (for a table without
+    /// a declared key: its hidden row id column).
+    pub pk: Vec<usize>,
+    /// Whether `pk` was declared by the user (`PRIMARY KEY`).
+    pub user_pk: bool,
+    /// The `CREATE MATERIALIZED VIEW` query text, for MVs.
+    pub definition: Option<String>,
+    /// `WITH (...)` options as given (lower-case keys).
+    pub with_options: BTreeMap<String, String>,
+}
+
+impl RelationDesc {
+    pub fn fields(&self) -> Vec<Field> {
+        self.columns
+            .iter()
+            .map(|c| Field::new(c.name.clone(), c.data_type))
+            .collect()
+    }
+
+    pub fn types(&self) -> Vec<DataType> {
+        self.columns.iter().map(|c| c.data_type).collect()
+    }
+
+    pub fn visible_columns(&self) -> impl Iterator<Item = (usize, &ColumnDesc)> {
+        self.columns.iter().enumerate().filter(|(_, c)| !c.hidden)
+    }
+}
+
+/// Name resolution for the binder.
+pub trait CatalogReader: Send + Sync {
+    /// Find a relation by name. `schema` is the qualifier if one was
+    /// written (`rw_catalog`, `public`, `pg_catalog`, ...). Unqualified names
+    /// resolve to user relations first, then to `rw_catalog`.
+    fn relation(&self, schema: Option<&str>, name: &str) -> Option<Arc<RelationDesc>>;
+}

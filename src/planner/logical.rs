@@ -1,0 +1,146 @@
+//! The logical plan: what a query computes, independent of how it runs.
+//!
+//! The binder produces it; the batch engine evaluates it directly; the
+//! stream planner turns it into a fragment graph.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::common::{DataType, Field};
+use crate::expr::{AggCall, Expr};
+use crate::meta::catalog::RelationDesc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+/// One `ORDER BY` item over an input column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderKey {
+    pub index: usize,
+    pub desc: bool,
+    /// PostgreSQL default: NULLS LAST for ASC, NULLS FIRST for DESC.
+    pub nulls_first: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LogicalPlan {
+    /// All columns of a relation (hidden ones included), in storage order.
+    Scan { relation: Arc<RelationDesc> },
+    /// Constant rows (`VALUES`, or `SELECT` without `FROM` as one row).
+    Values {
+        rows: Vec<Vec<Expr>>,
+        fields: Vec<Field>,
+    },
+    Project {
+        input: Box<LogicalPlan>,
+        exprs: Vec<Expr>,
+        fields: Vec<Field>,
+    },
+    Filter {
+        input: Box<LogicalPlan>,
+        predicate: Expr,
+    },
+    /// Output: the group-by columns, then one column per aggregate call.
+    /// With no group-by columns it yields exactly one row (even over empty
+    /// input), as in SQL.
+    Aggregate {
+        input: Box<LogicalPlan>,
+        group_by: Vec<usize>,
+        aggs: Vec<AggCall>,
+        /// Names for the output columns.
+        fields: Vec<Field>,
+    },
+    /// Output: left columns then right columns. `on` pairs are equi-join
+    /// keys (left index, right index) of the same type; `condition` is an
+    /// extra predicate over the concatenated row.
+    Join {
+        left: Box<LogicalPlan>,
+        right: Box<LogicalPlan>,
+        kind: JoinKind,
+        on: Vec<(usize, usize)>,
+        condition: Option<Expr>,
+    },
+    /// `UNION ALL` of inputs with identical column types.
+    Union { inputs: Vec<LogicalPlan> },
+    /// `ORDER BY ... [LIMIT n] [OFFSET m]`.
+    TopN {
+        input: Box<LogicalPlan>,
+        order: Vec<OrderKey>,
+        limit: Option<u64>,
+        offset: u64,
+    },
+}
+
+impl LogicalPlan {
+    pub fn fields(&self) -> Vec<Field> {
+        match self {
+            LogicalPlan::Scan { relation } => relation.fields(),
+            LogicalPlan::Values { fields, .. }
+            | LogicalPlan::Project { fields, .. }
+            | LogicalPlan::Aggregate { fields, .. } => fields.clone(),
+            LogicalPlan::Filter { input, .. } | LogicalPlan::TopN { input, .. } => input.fields(),
+            LogicalPlan::Join { left, right, .. } => {
+                let mut f = left.fields();
+                f.extend(right.fields());
+                f
+            }
+            LogicalPlan::Union { inputs } => inputs.first().map(|i| i.fields()).unwrap_or_default(),
+        }
+    }
+
+    pub fn types(&self) -> Vec<DataType> {
+        self.fields().into_iter().map(|f| f.data_type).collect()
+    }
+
+    fn fmt_indent(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        match self {
+            LogicalPlan::Scan { relation } => {
+                return writeln!(f, "{pad}Scan {}", relation.name);
+            }
+            LogicalPlan::Values { rows, .. } => {
+                return writeln!(f, "{pad}Values {} rows", rows.len());
+            }
+            LogicalPlan::Project { exprs, .. } => writeln!(f, "{pad}Project {exprs:?}")?,
+            LogicalPlan::Filter { predicate, .. } => writeln!(f, "{pad}Filter {predicate:?}")?,
+            LogicalPlan::Aggregate { group_by, aggs, .. } => {
+                writeln!(f, "{pad}Aggregate group_by={group_by:?} aggs={aggs:?}")?
+            }
+            LogicalPlan::Join { kind, on, .. } => writeln!(f, "{pad}Join {kind:?} on={on:?}")?,
+            LogicalPlan::Union { .. } => writeln!(f, "{pad}Union")?,
+            LogicalPlan::TopN {
+                order,
+                limit,
+                offset,
+                ..
+            } => writeln!(f, "{pad}TopN {order:?} limit={limit:?} offset={offset}")?,
+        }
+        for c in self.children() {
+            c.fmt_indent(f, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    pub fn children(&self) -> Vec<&LogicalPlan> {
+        match self {
+            LogicalPlan::Scan { .. } | LogicalPlan::Values { .. } => vec![],
+            LogicalPlan::Project { input, .. }
+            | LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::TopN { input, .. } => vec![input],
+            LogicalPlan::Join { left, right, .. } => vec![left, right],
+            LogicalPlan::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+}
+
+impl fmt::Display for LogicalPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_indent(f, 0)
+    }
+}

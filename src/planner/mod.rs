@@ -1,0 +1,4 @@
+//! Planning: the logical plan, and its translation into a stream fragment
+//! graph.
+
+pub mod logical;

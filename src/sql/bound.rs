@@ -1,0 +1,105 @@
+//! Bound statements: the binder's output, consumed by the frontend.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::common::{DataType, Datum};
+use crate::expr::Expr;
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind};
+use crate::planner::logical::LogicalPlan;
+
+/// A parallelism a user asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParallelismSpec {
+    Fixed(u32),
+    /// `ADAPTIVE` or `0`: every parallel unit of the cluster.
+    Adaptive,
+}
+
+/// Values and types of `$n` parameters (extended protocol).
+#[derive(Clone, Debug, Default)]
+pub struct ParamContext {
+    /// Types the client declared (`None` = let the binder infer).
+    pub types: Vec<Option<DataType>>,
+    /// The values, once bound; `None` while only describing a statement.
+    pub values: Option<Vec<Datum>>,
+}
+
+#[derive(Clone, Debug)]
+pub enum BoundStatement {
+    /// A query returning rows. `names` label the output columns of `plan`.
+    Query {
+        plan: LogicalPlan,
+        names: Vec<String>,
+    },
+    CreateTable {
+        name: String,
+        /// Declared columns (no hidden row id; meta adds it when `pk` is empty).
+        columns: Vec<ColumnDesc>,
+        pk: Vec<usize>,
+        with_options: BTreeMap<String, String>,
+        if_not_exists: bool,
+    },
+    CreateMaterializedView {
+        name: String,
+        /// Produces the visible columns, named by `column_names`.
+        plan: LogicalPlan,
+        column_names: Vec<String>,
+        /// The query text after `AS`.
+        definition: String,
+        with_options: BTreeMap<String, String>,
+        if_not_exists: bool,
+    },
+    Drop {
+        kind: RelationKind,
+        name: String,
+        if_exists: bool,
+        cascade: bool,
+    },
+    /// `INSERT INTO table ...`: `source` yields rows of the table's visible
+    /// columns in table order, already cast to the column types (columns not
+    /// listed are NULL).
+    Insert {
+        table: Arc<RelationDesc>,
+        source: LogicalPlan,
+    },
+    /// `UPDATE table SET col = expr ... WHERE filter`: expressions are over
+    /// the table's full row (hidden columns included), cast to the column type.
+    Update {
+        table: Arc<RelationDesc>,
+        filter: Option<Expr>,
+        assignments: Vec<(usize, Expr)>,
+    },
+    Delete {
+        table: Arc<RelationDesc>,
+        filter: Option<Expr>,
+    },
+    Flush,
+    /// `SET name = value` / `SET name TO DEFAULT` (`value: None`).
+    SetVariable { name: String, value: Option<String> },
+    ShowVariable { name: String },
+    ShowAll,
+    ShowCluster,
+    ShowFragments { name: Option<String> },
+    ShowActors { name: Option<String> },
+    /// `EXPLAIN CREATE MATERIALIZED VIEW ...` (and `EXPLAIN SELECT`).
+    Explain { inner: Box<BoundStatement> },
+    AlterParallelism {
+        target: ParallelismTarget,
+        parallelism: ParallelismSpec,
+    },
+    Reschedule { plan: String, dry_run: bool },
+    DrainWorker { worker_id: u32, dry_run: bool },
+    AddWorker { parallel_units: Option<u32> },
+    RemoveWorker { worker_id: u32 },
+    AlterSystemSet { name: String, value: String },
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`, `START TRANSACTION`: accepted and
+    /// ignored (every statement is its own transaction), so BI tools work.
+    TransactionControl { tag: &'static str },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParallelismTarget {
+    Relation(Arc<RelationDesc>),
+    Fragment(u32),
+}
