@@ -2,6 +2,11 @@
 
 pub mod common;
 pub mod expr;
+pub mod frontend;
 pub mod meta;
 pub mod planner;
 pub mod sql;
+pub mod batch;
+pub mod pgwire;
+pub mod storage;
+pub mod stream;

@@ -1,0 +1,94 @@
+//! The frontend: a session runs statements (parse → bind → plan → meta or
+//! batch engine) and returns results in pgwire-neutral form.
+
+use async_trait::async_trait;
+
+use crate::common::{DataType, Field, Row};
+use crate::sql::ParamContext;
+
+/// The outcome of one statement.
+#[derive(Debug, Clone)]
+pub enum StatementResult {
+    /// Rows of a query (also `SHOW`, `EXPLAIN`, `DESCRIBE`, `DRY RUN`).
+    Rows {
+        fields: Vec<Field>,
+        rows: Vec<Row>,
+        /// Command tag, normally `SELECT n`.
+        tag: String,
+    },
+    /// A command with its tag: `INSERT 0 3`, `CREATE TABLE`, `FLUSH`, ...
+    Command { tag: String },
+    /// An empty query string.
+    Empty,
+}
+
+/// An error for the client: SQLSTATE, message, optional detail and hint.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct FrontendError {
+    pub code: &'static str,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+}
+
+impl FrontendError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        FrontendError {
+            code,
+            message: message.into(),
+            detail: None,
+            hint: None,
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new("XX000", message)
+    }
+}
+
+impl From<crate::sql::SqlError> for FrontendError {
+    fn from(e: crate::sql::SqlError) -> Self {
+        FrontendError {
+            code: e.code,
+            message: e.message,
+            detail: e.detail,
+            hint: e.hint,
+        }
+    }
+}
+
+impl From<crate::expr::ExprError> for FrontendError {
+    fn from(e: crate::expr::ExprError) -> Self {
+        FrontendError::new(e.code, e.message)
+    }
+}
+
+/// What the pgwire layer needs from a client session. One per connection.
+#[async_trait]
+pub trait Session: Send + Sync {
+    /// Run every statement of a simple-protocol query string, stopping at
+    /// the first error (the results before it are returned with it).
+    async fn run_simple(&self, sql: &str) -> (Vec<StatementResult>, Option<FrontendError>);
+
+    /// Describe one statement of the extended protocol: the parameter types
+    /// (declared ones kept, the others inferred) and the result columns
+    /// (empty for commands).
+    async fn describe(
+        &self,
+        sql: &str,
+        param_types: &[Option<DataType>],
+    ) -> Result<(Vec<DataType>, Vec<Field>), FrontendError>;
+
+    /// Run one statement of the extended protocol with bound parameters.
+    async fn run_extended(
+        &self,
+        sql: &str,
+        params: ParamContext,
+    ) -> Result<StatementResult, FrontendError>;
+}
+
+/// Creates a session per connection.
+pub trait SessionFactory: Send + Sync + 'static {
+    fn new_session(&self, user: &str, database: &str) -> std::sync::Arc<dyn Session>;
+}
