@@ -160,3 +160,10 @@ impl fmt::Display for StreamChunk {
         f.write_str(&self.to_pretty())
     }
 }
+
+impl Op {
+    /// An update half seen without its partner becomes a plain op.
+    pub fn normalize_unpaired(self) -> Op {
+        self.normalize()
+    }
+}

@@ -389,3 +389,90 @@ mod tests {
         }
     }
 }
+
+/// Self-describing value encoding: a type tag per datum, then its
+/// memcomparable body. Used for state values whose schema the reader may
+/// not know (aggregate states).
+pub fn encode_row_tagged(buf: &mut Vec<u8>, row: &[Datum]) {
+    buf.extend_from_slice(&(row.len() as u32).to_le_bytes());
+    for d in row {
+        match d {
+            None => buf.push(0xff),
+            Some(v) => {
+                buf.push(type_tag(v.data_type()));
+                encode_value(buf, v);
+            }
+        }
+    }
+}
+
+pub fn decode_row_tagged(mut data: &[u8]) -> Result<Row, DecodeError> {
+    if data.len() < 4 {
+        return Err(DecodeError("unexpected end"));
+    }
+    let n = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
+    data = &data[4..];
+    let mut row = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (&tag, rest) = data.split_first().ok_or(DecodeError("unexpected end"))?;
+        if tag == 0xff {
+            data = rest;
+            row.push(None);
+            continue;
+        }
+        let ty = tag_type(tag)?;
+        // reuse the datum decoder: it expects a null tag first
+        let mut buf = Vec::with_capacity(rest.len() + 1);
+        buf.push(VALUE_TAG_ASC);
+        buf.extend_from_slice(rest);
+        let mut slice: &[u8] = &buf;
+        let d = decode_datum(&mut slice, ty, false)?;
+        let consumed = buf.len() - slice.len() - 1;
+        data = &rest[consumed..];
+        row.push(d);
+    }
+    Ok(row)
+}
+
+const ALL_TYPES: [DataType; 11] = [
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::Float32,
+    DataType::Float64,
+    DataType::Decimal,
+    DataType::Varchar,
+    DataType::Boolean,
+    DataType::Date,
+    DataType::Timestamp,
+    DataType::Interval,
+];
+
+fn type_tag(ty: DataType) -> u8 {
+    ALL_TYPES.iter().position(|t| *t == ty).unwrap_or(0) as u8
+}
+
+fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
+    ALL_TYPES
+        .get(tag as usize)
+        .copied()
+        .ok_or(DecodeError("bad type tag"))
+}
+
+#[cfg(test)]
+mod tagged_tests {
+    use super::*;
+
+    #[test]
+    fn tagged_round_trip() {
+        let row: Row = vec![
+            Some(ScalarValue::Int32(5)),
+            None,
+            Some(ScalarValue::varchar("abcdefghijk")),
+            Some(ScalarValue::Decimal("3.140".parse().unwrap())),
+        ];
+        let mut buf = Vec::new();
+        encode_row_tagged(&mut buf, &row);
+        assert_eq!(decode_row_tagged(&buf).unwrap(), row);
+    }
+}
