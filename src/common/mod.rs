@@ -3,6 +3,7 @@
 pub mod bitmap;
 pub mod chunk;
 pub mod encoding;
+pub mod order;
 pub mod text;
 pub mod types;
 

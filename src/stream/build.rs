@@ -22,7 +22,7 @@ use super::message::{ActorId, DispatcherDesc, FragmentId, Message};
 use crate::common::{Bitmap, DataType};
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::TableId;
-use crate::planner::logical::{JoinKind, OrderKey};
+use crate::common::order::{JoinKind, OrderKey};
 use crate::storage::state_table::ValueCodec;
 use crate::storage::{StateStore, StateTable};
 

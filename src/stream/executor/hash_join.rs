@@ -15,7 +15,7 @@ use super::{ChunkBuilder, Executor};
 use crate::common::encoding::vnode_of;
 use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
 use crate::expr::Expr;
-use crate::planner::logical::JoinKind;
+use crate::common::order::JoinKind;
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::{encode_datum_ordered, encode_row};
 use crate::common::{Datum, Op, Row, StreamChunk};
-use crate::planner::logical::OrderKey;
+use crate::common::order::OrderKey;
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
