@@ -7,7 +7,11 @@ use clap::{Parser, Subcommand};
 use ebbflow::frontend::server::{start, ServerConfig};
 
 #[derive(Parser)]
-#[command(name = "ebbflow", version, about = "A streaming SQL database that scales running jobs online")]
+#[command(
+    name = "ebbflow",
+    version,
+    about = "A streaming SQL database that scales running jobs online"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -41,7 +45,9 @@ struct PlaygroundArgs {
 impl Default for PlaygroundArgs {
     fn default() -> Self {
         PlaygroundArgs {
-            listen: "127.0.0.1:4566".parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 4566))),
+            listen: "127.0.0.1:4566"
+                .parse()
+                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 4566))),
             data_dir: PathBuf::from("./ebbflow-data"),
             compute_nodes: 2,
             parallel_units: 2,

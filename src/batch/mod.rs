@@ -15,5 +15,8 @@ pub trait ScanSource: Send + Sync {
 }
 
 pub fn execute(_plan: &LogicalPlan, _source: &dyn ScanSource) -> Result<Vec<Row>, BatchError> {
-    Err(BatchError { code: "0A000", message: "stub".into() })
+    Err(BatchError {
+        code: "0A000",
+        message: "stub".into(),
+    })
 }

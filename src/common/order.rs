@@ -16,4 +16,3 @@ pub struct OrderKey {
     /// PostgreSQL default: NULLS LAST for ASC, NULLS FIRST for DESC.
     pub nulls_first: bool,
 }
-

@@ -3,6 +3,8 @@
 
 pub mod server;
 pub mod session;
+#[cfg(test)]
+mod tests;
 
 use async_trait::async_trait;
 

@@ -396,7 +396,10 @@ impl LocalSession {
             with_parallelism(&with_options)?.unwrap_or(self.vars.lock().streaming_parallelism);
         let (columns, pk, user_pk) = table_columns(columns, pk);
         let id = self.meta.alloc_table_id();
-        let datagen = match with_options.get("connector").map(|s| s.to_ascii_lowercase()) {
+        let datagen = match with_options
+            .get("connector")
+            .map(|s| s.to_ascii_lowercase())
+        {
             None => None,
             Some(c) if c == "datagen" => {
                 let cols: Vec<(String, DataType, bool)> = columns
@@ -455,12 +458,12 @@ impl LocalSession {
                     None => false,
                     Some(v) if ["true", "on", "1", "t", "yes"].contains(&v.as_str()) => true,
                     Some(v) if ["false", "off", "0", "f", "no"].contains(&v.as_str()) => false,
-                    Some(v) => {
-                        return Err(FrontendError::new(
-                            "22023",
-                            format!("parameter \"rw_implicit_flush\" requires a Boolean value, got \"{v}\""),
-                        ))
-                    }
+                    Some(v) => return Err(FrontendError::new(
+                        "22023",
+                        format!(
+                            "parameter \"rw_implicit_flush\" requires a Boolean value, got \"{v}\""
+                        ),
+                    )),
                 }
             }
             "streaming_parallelism" => {
@@ -470,7 +473,13 @@ impl LocalSession {
                 }
             }
             _ => {
-                let v = value.unwrap_or_else(|| Vars::default().other.get(&name).cloned().unwrap_or_default());
+                let v = value.unwrap_or_else(|| {
+                    Vars::default()
+                        .other
+                        .get(&name)
+                        .cloned()
+                        .unwrap_or_default()
+                });
                 vars.other.insert(name, v);
             }
         }
@@ -556,7 +565,9 @@ impl LocalSession {
                 .meta
                 .relation_by_name(&n)
                 .map(|r| Some(r.id))
-                .ok_or_else(|| FrontendError::new("42P01", format!("relation \"{n}\" does not exist"))),
+                .ok_or_else(|| {
+                    FrontendError::new("42P01", format!("relation \"{n}\" does not exist"))
+                }),
         }
     }
 
@@ -642,10 +653,13 @@ impl LocalSession {
                     next += 1;
                     u32::MAX - next
                 };
-                let graph = StreamPlanner::new(&upstream, &mut alloc).plan_mv(&plan, &column_names, 0)?;
+                let graph =
+                    StreamPlanner::new(&upstream, &mut alloc).plan_mv(&plan, &column_names, 0)?;
                 explain_graph(&graph, n)
             }
-            BoundStatement::Query { plan, .. } => plan.to_string().lines().map(String::from).collect(),
+            BoundStatement::Query { plan, .. } => {
+                plan.to_string().lines().map(String::from).collect()
+            }
             other => vec![format!("{other:?}")],
         };
         Ok(rows_result(
@@ -712,7 +726,13 @@ fn widen(table: &RelationDesc, row: Row) -> Row {
     table
         .columns
         .iter()
-        .map(|c| if c.hidden { None } else { vals.next().flatten() })
+        .map(|c| {
+            if c.hidden {
+                None
+            } else {
+                vals.next().flatten()
+            }
+        })
         .collect()
 }
 

@@ -63,4 +63,3 @@ pub trait UpstreamInfo {
     /// lives in a singleton fragment.
     fn dist_key(&self, table_id: TableId) -> Option<Vec<usize>>;
 }
-

@@ -45,5 +45,4 @@ impl From<crate::storage::StorageError> for MetaError {
     }
 }
 
-
 pub type MetaResult<T> = Result<T, MetaError>;

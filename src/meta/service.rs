@@ -410,7 +410,14 @@ impl Meta {
                     parallelism,
                 },
             );
-            (new_frags, new_edges, mutation_dispatchers, add_actors, add_sources, descs)
+            (
+                new_frags,
+                new_edges,
+                mutation_dispatchers,
+                add_actors,
+                add_sources,
+                descs,
+            )
         };
         let _ = (&new_frags, &new_edges);
         // 2. build idle actors
@@ -557,7 +564,11 @@ impl Meta {
                     .ok_or_else(|| MetaError::internal("table actor is not running"))?;
                 senders.insert(a.actor_id, tx);
             }
-            let row_id_col = if r.desc.user_pk { None } else { r.desc.pk.first().copied() };
+            let row_id_col = if r.desc.user_pk {
+                None
+            } else {
+                r.desc.pk.first().copied()
+            };
             Arc::new(TableRoute {
                 pk: r.desc.pk.clone(),
                 mapping: frag.mapping(),
@@ -629,11 +640,19 @@ impl Meta {
     }
 
     pub fn relation_by_name(&self, name: &str) -> Option<Arc<RelationDesc>> {
-        self.state.lock().relation_by_name(name).map(|r| r.desc.clone())
+        self.state
+            .lock()
+            .relation_by_name(name)
+            .map(|r| r.desc.clone())
     }
 
     pub fn all_relations(&self) -> Vec<Arc<RelationDesc>> {
-        self.state.lock().relations.values().map(|r| r.desc.clone()).collect()
+        self.state
+            .lock()
+            .relations
+            .values()
+            .map(|r| r.desc.clone())
+            .collect()
     }
 
     /// Shut down every actor.
@@ -647,7 +666,10 @@ impl Meta {
 
 /// Columns of a new table: the declared ones, plus a hidden row id when no
 /// primary key is declared. Returns the columns and the pk.
-pub fn table_columns(columns: Vec<ColumnDesc>, pk: Vec<usize>) -> (Vec<ColumnDesc>, Vec<usize>, bool) {
+pub fn table_columns(
+    columns: Vec<ColumnDesc>,
+    pk: Vec<usize>,
+) -> (Vec<ColumnDesc>, Vec<usize>, bool) {
     if pk.is_empty() {
         let mut cols = columns;
         cols.push(ColumnDesc::hidden("_row_id", DataType::Int64));

@@ -27,7 +27,11 @@ pub const SYSTEM_RELATIONS: &[(u32, &str, &[Col])] = &[
         "rw_materialized_views",
         &[("id", I), ("name", V), ("definition", V)],
     ),
-    (5, "rw_table_fragments", &[("table_id", I), ("parallelism", V)]),
+    (
+        5,
+        "rw_table_fragments",
+        &[("table_id", I), ("parallelism", V)],
+    ),
     (
         6,
         "rw_fragments",

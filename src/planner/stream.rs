@@ -43,7 +43,10 @@ pub struct StreamPlanner<'a> {
 type PResult<T> = Result<T, PlanError>;
 
 impl<'a> StreamPlanner<'a> {
-    pub fn new(upstream: &'a dyn UpstreamInfo, alloc_table_id: &'a mut dyn FnMut() -> TableId) -> Self {
+    pub fn new(
+        upstream: &'a dyn UpstreamInfo,
+        alloc_table_id: &'a mut dyn FnMut() -> TableId,
+    ) -> Self {
         StreamPlanner {
             fragments: Vec::new(),
             upstream,
@@ -59,7 +62,12 @@ impl<'a> StreamPlanner<'a> {
     }
 
     /// Close `node`'s fragment and start a new one reading it through `spec`.
-    fn exchange(&mut self, node: Node, spec: EdgeSpec, singleton: bool) -> (PlanFragment, Vec<DataType>, Vec<usize>) {
+    fn exchange(
+        &mut self,
+        node: Node,
+        spec: EdgeSpec,
+        singleton: bool,
+    ) -> (PlanFragment, Vec<DataType>, Vec<usize>) {
         self.fragments.push(node.frag);
         let idx = self.fragments.len() - 1;
         (
@@ -76,7 +84,12 @@ impl<'a> StreamPlanner<'a> {
 
     /// Plan an MV over `plan`, whose output columns are named `names`;
     /// the materialized state is table `mv_id`.
-    pub fn plan_mv(mut self, plan: &LogicalPlan, names: &[String], mv_id: TableId) -> PResult<PlanGraph> {
+    pub fn plan_mv(
+        mut self,
+        plan: &LogicalPlan,
+        names: &[String],
+        mv_id: TableId,
+    ) -> PResult<PlanGraph> {
         let node = self.plan(plan)?;
         let visible = names.len();
         // Put the stream key (and distribution) into the output as hidden
@@ -322,15 +335,14 @@ impl<'a> StreamPlanner<'a> {
                 let ri = self.fragments.len() - 1;
                 let lt = self.table_id();
                 let rt = self.table_id();
-                let side_table = |table_id, keys: &[usize], pk: &[usize], types: &[DataType]| {
-                    StateTableDesc {
+                let side_table =
+                    |table_id, keys: &[usize], pk: &[usize], types: &[DataType]| StateTableDesc {
                         table_id,
                         pk_types: keys.iter().chain(pk.iter()).map(|&i| types[i]).collect(),
                         pk_desc: vec![],
                         dist_in_pk: (0..keys.len()).collect(),
                         value_types: Some(types.to_vec()),
-                    }
-                };
+                    };
                 let node = NodeDesc::HashJoin {
                     kind: *kind,
                     left_keys: lkeys.clone(),
@@ -450,7 +462,10 @@ impl<'a> StreamPlanner<'a> {
             out_types = exprs.iter().map(|e| e.return_type()).collect();
             self.fragments.push(node.frag);
             let key: Vec<usize> = (visible..visible + 1 + n_keys).collect();
-            frag_inputs.push((Upstream::Local(self.fragments.len() - 1), EdgeSpec::Hash(key)));
+            frag_inputs.push((
+                Upstream::Local(self.fragments.len() - 1),
+                EdgeSpec::Hash(key),
+            ));
         }
         let key: Vec<usize> = (visible..visible + 1 + n_keys).collect();
         Ok(Node {

@@ -149,8 +149,11 @@ mod tests {
     #[test]
     fn staged_invisible_until_commit() {
         let s = MemoryStateStore::new();
-        s.ingest(1, vec![(Bytes::from_static(b"a"), Some(Bytes::from_static(b"1")))])
-            .unwrap();
+        s.ingest(
+            1,
+            vec![(Bytes::from_static(b"a"), Some(Bytes::from_static(b"1")))],
+        )
+        .unwrap();
         assert_eq!(s.get(b"a", false).unwrap(), None);
         assert_eq!(s.get(b"a", true).unwrap(), Some(Bytes::from_static(b"1")));
         s.ingest(2, vec![(Bytes::from_static(b"a"), None)]).unwrap();

@@ -239,7 +239,10 @@ impl StateTable {
     /// Take a new vnode set (after a scale barrier was committed and
     /// forwarded). Returns the vnodes gained.
     pub fn update_vnodes(&mut self, vnodes: Bitmap) -> Bitmap {
-        debug_assert!(self.buffer.is_empty(), "vnodes swapped with uncommitted writes");
+        debug_assert!(
+            self.buffer.is_empty(),
+            "vnodes swapped with uncommitted writes"
+        );
         let gained = Bitmap::from_vnodes(vnodes.iter().filter(|v| !self.vnodes.contains(*v)));
         self.vnodes = vnodes;
         gained
@@ -302,9 +305,11 @@ mod tests {
         assert_eq!(t.get(&[i(2), i(1)]).unwrap(), Some(vec![i(2), i(1)]));
         t.delete(&[i(1), i(1)]);
         assert_eq!(t.scan_prefix(&[i(1)]).unwrap().len(), 1);
-        assert!(scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)
-            .unwrap()
-            .is_empty());
+        assert!(
+            scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)
+                .unwrap()
+                .is_empty()
+        );
         store.commit(1).unwrap();
         assert_eq!(
             scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)

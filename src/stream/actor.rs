@@ -29,7 +29,10 @@ pub enum ActorInput {
     Merge(Merge),
     /// A datagen source: barriers come through the merge (its local
     /// channel), data from the generator in between.
-    Datagen { merge: Merge, reader: DatagenReader },
+    Datagen {
+        merge: Merge,
+        reader: DatagenReader,
+    },
 }
 
 pub struct Actor {
@@ -91,7 +94,12 @@ impl Actor {
     }
 
     /// Run chunks through executors `start..` and dispatch the result.
-    async fn push(&mut self, start: usize, input: usize, chunks: Vec<StreamChunk>) -> StreamResult<()> {
+    async fn push(
+        &mut self,
+        start: usize,
+        input: usize,
+        chunks: Vec<StreamChunk>,
+    ) -> StreamResult<()> {
         let mut cur = chunks;
         let mut inp = input;
         for ex in &mut self.executors[start..] {
@@ -137,7 +145,9 @@ impl Actor {
         // 3. executors flush and commit, in chain order
         for i in 0..self.executors.len() {
             let mut out = Vec::new();
-            self.executors[i].process_barrier(&barrier, &mut out).await?;
+            self.executors[i]
+                .process_barrier(&barrier, &mut out)
+                .await?;
             if !out.is_empty() {
                 self.push(i + 1, 0, out).await?;
             }

@@ -19,10 +19,10 @@ use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
 use super::executor::Executor;
 use super::message::{ActorId, DispatcherDesc, FragmentId, Message};
+use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{Bitmap, DataType};
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::TableId;
-use crate::common::order::{JoinKind, OrderKey};
 use crate::storage::state_table::ValueCodec;
 use crate::storage::{StateStore, StateTable};
 

@@ -222,10 +222,7 @@ impl DatagenReader {
         if !self.loaded {
             self.loaded = true;
             if let Some(row) = self.state.get(&[])? {
-                self.offset = row
-                    .first()
-                    .and_then(|d| d.as_ref()?.as_i64())
-                    .unwrap_or(0) as u64;
+                self.offset = row.first().and_then(|d| d.as_ref()?.as_i64()).unwrap_or(0) as u64;
             }
         }
         Ok(())

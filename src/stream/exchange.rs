@@ -18,7 +18,10 @@ use crate::common::{Op, StreamChunk};
 /// Capacity of an actor-to-actor channel, in messages.
 pub const CHANNEL_CAPACITY: usize = 16;
 
-type Channel = (Option<mpsc::Sender<Message>>, Option<mpsc::Receiver<Message>>);
+type Channel = (
+    Option<mpsc::Sender<Message>>,
+    Option<mpsc::Receiver<Message>>,
+);
 
 /// Rendezvous for the two ends of every actor-to-actor channel. The
 /// upstream side takes the sender and the downstream side the receiver, in
@@ -110,7 +113,11 @@ impl Merge {
     }
 
     /// Let the merge admit inputs that scale barriers add for `actor`.
-    pub fn with_owner(mut self, actor: ActorId, registry: std::sync::Arc<ExchangeRegistry>) -> Self {
+    pub fn with_owner(
+        mut self,
+        actor: ActorId,
+        registry: std::sync::Arc<ExchangeRegistry>,
+    ) -> Self {
         self.owner = Some((actor, registry));
         self
     }
@@ -290,7 +297,8 @@ impl Dispatcher {
                 Ok(())
             }
             DispatcherKind::Hash { dist_key, mapping } => {
-                let mut per_output: Vec<StreamChunk> = vec![StreamChunk::default(); self.outputs.len()];
+                let mut per_output: Vec<StreamChunk> =
+                    vec![StreamChunk::default(); self.outputs.len()];
                 let index_of = |actor: ActorId| self.outputs.iter().position(|o| o.actor == actor);
                 let mut rows = chunk.into_iter_rows().peekable();
                 while let Some((op, row)) = rows.next() {
@@ -410,7 +418,8 @@ impl DispatchSet {
                             .iter_mut()
                             .find(|d| d.downstream_fragment == upd.downstream_fragment)
                         {
-                            d.outputs.retain(|o| !upd.removed_outputs.contains(&o.actor));
+                            d.outputs
+                                .retain(|o| !upd.removed_outputs.contains(&o.actor));
                             if let (Some(m), DispatcherKind::Hash { mapping, .. }) =
                                 (&upd.new_mapping, &mut d.kind)
                             {

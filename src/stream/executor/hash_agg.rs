@@ -38,7 +38,12 @@ pub struct HashAggExecutor {
 }
 
 impl HashAggExecutor {
-    pub fn new(group_by: Vec<usize>, calls: Vec<AggCall>, table: StateTable, actor_id: u32) -> Self {
+    pub fn new(
+        group_by: Vec<usize>,
+        calls: Vec<AggCall>,
+        table: StateTable,
+        actor_id: u32,
+    ) -> Self {
         HashAggExecutor {
             group_by,
             calls,
@@ -92,9 +97,15 @@ fn encode_state(state: &GroupState) -> Row {
 fn decode_state(saved: &Row, state: &mut GroupState) -> StreamResult<()> {
     let bad = || StreamError::Internal("corrupt aggregate state".into());
     let mut it = saved.iter();
-    state.row_count = it.next().and_then(|d| d.as_ref()?.as_i64()).ok_or_else(bad)?;
+    state.row_count = it
+        .next()
+        .and_then(|d| d.as_ref()?.as_i64())
+        .ok_or_else(bad)?;
     for acc in &mut state.accs {
-        let n = it.next().and_then(|d| d.as_ref()?.as_i64()).ok_or_else(bad)? as usize;
+        let n = it
+            .next()
+            .and_then(|d| d.as_ref()?.as_i64())
+            .ok_or_else(bad)? as usize;
         let part: Row = it.by_ref().take(n).cloned().collect();
         acc.load(&part)?;
     }

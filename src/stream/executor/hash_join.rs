@@ -13,9 +13,9 @@ use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::vnode_of;
+use crate::common::order::JoinKind;
 use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
 use crate::expr::Expr;
-use crate::common::order::JoinKind;
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
@@ -133,7 +133,11 @@ impl HashJoinExecutor {
     /// `row` from `side` joined with `other` from the other side, as a
     /// `left ++ right` row.
     fn concat(&self, side: usize, row: &Row, other: &Row) -> Row {
-        let (l, r) = if side == 0 { (row, other) } else { (other, row) };
+        let (l, r) = if side == 0 {
+            (row, other)
+        } else {
+            (other, row)
+        };
         let mut out = Vec::with_capacity(l.len() + r.len());
         out.extend(l.iter().cloned());
         out.extend(r.iter().cloned());
@@ -168,7 +172,13 @@ impl HashJoinExecutor {
 
     /// Number of rows on `side` (other than `except`) of `key` that match
     /// `other_row` from the opposite side.
-    fn partner_count(&self, side: usize, key: &[Datum], other_row: &Row, except: Option<&Row>) -> usize {
+    fn partner_count(
+        &self,
+        side: usize,
+        key: &[Datum],
+        other_row: &Row,
+        except: Option<&Row>,
+    ) -> usize {
         self.sides[side]
             .rows(key)
             .iter()
@@ -177,7 +187,14 @@ impl HashJoinExecutor {
             .count()
     }
 
-    fn apply(&mut self, side: usize, op: Op, row: Row, b: &mut ChunkBuilder, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
+    fn apply(
+        &mut self,
+        side: usize,
+        op: Op,
+        row: Row,
+        b: &mut ChunkBuilder,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
         let other = 1 - side;
         let key = self.sides[side].key_of(&row);
         let insert = op.is_insert();

@@ -79,7 +79,12 @@ impl ChunkBuilder {
         }
     }
 
-    pub fn push(&mut self, op: crate::common::Op, row: crate::common::Row, out: &mut Vec<StreamChunk>) {
+    pub fn push(
+        &mut self,
+        op: crate::common::Op,
+        row: crate::common::Row,
+        out: &mut Vec<StreamChunk>,
+    ) {
         self.current.push(op, row);
         if self.current.len() >= crate::common::CHUNK_SIZE
             && !matches!(op, crate::common::Op::UpdateDelete)

@@ -103,7 +103,9 @@ impl Executor for StreamScanExecutor {
         )?;
         let mut rows = rows.into_iter().peekable();
         while rows.peek().is_some() {
-            out.push(StreamChunk::inserts(rows.by_ref().take(CHUNK_SIZE).collect()));
+            out.push(StreamChunk::inserts(
+                rows.by_ref().take(CHUNK_SIZE).collect(),
+            ));
         }
         Ok(())
     }

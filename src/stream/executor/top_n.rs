@@ -12,8 +12,8 @@ use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::{encode_datum_ordered, encode_row};
-use crate::common::{Datum, Op, Row, StreamChunk};
 use crate::common::order::OrderKey;
+use crate::common::{Datum, Op, Row, StreamChunk};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
