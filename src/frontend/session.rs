@@ -458,12 +458,14 @@ impl LocalSession {
                     None => false,
                     Some(v) if ["true", "on", "1", "t", "yes"].contains(&v.as_str()) => true,
                     Some(v) if ["false", "off", "0", "f", "no"].contains(&v.as_str()) => false,
-                    Some(v) => return Err(FrontendError::new(
-                        "22023",
-                        format!(
+                    Some(v) => {
+                        return Err(FrontendError::new(
+                            "22023",
+                            format!(
                             "parameter \"rw_implicit_flush\" requires a Boolean value, got \"{v}\""
                         ),
-                    )),
+                        ))
+                    }
                 }
             }
             "streaming_parallelism" => {

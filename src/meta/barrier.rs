@@ -81,7 +81,7 @@ impl BarrierManager {
             // Batch every waiting plain flush onto one barrier.
             let mut waiters = Vec::new();
             let mut cmd = cmd;
-            if cmd.as_ref().is_some_and(|c| is_plain(c)) || cmd.is_none() {
+            if cmd.as_ref().is_some_and(is_plain) || cmd.is_none() {
                 if let Some(c) = cmd.take() {
                     waiters.push(c.done);
                 }

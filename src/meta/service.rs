@@ -681,6 +681,7 @@ pub fn table_columns(
 }
 
 /// Make a catalog entry's descriptor.
+#[allow(clippy::too_many_arguments)]
 pub fn relation_desc(
     id: TableId,
     name: String,

@@ -31,7 +31,7 @@ pub enum ActorInput {
     /// channel), data from the generator in between.
     Datagen {
         merge: Merge,
-        reader: DatagenReader,
+        reader: Box<DatagenReader>,
     },
 }
 

@@ -190,7 +190,10 @@ pub fn build_actor(
     let input = match &desc.source {
         SourceDesc::Datagen { desc: g, state } => ActorInput::Datagen {
             merge,
-            reader: DatagenReader::new(g.clone(), state.build(ctx.store.clone(), Bitmap::full())),
+            reader: Box::new(DatagenReader::new(
+                g.clone(),
+                state.build(ctx.store.clone(), Bitmap::full()),
+            )),
         },
         _ => ActorInput::Merge(merge),
     };
