@@ -28,8 +28,17 @@ pub struct BarrierCommand {
     pub add_sources: Vec<(WorkerId, ActorId)>,
     /// Actors that stop after this barrier.
     pub remove_actors: Vec<ActorId>,
+    /// After a recovery: the complete sets of actors and sources of the
+    /// rebuilt cluster, replacing the old ones.
+    pub reset: Option<ResetInfo>,
     /// Answered with the epoch the barrier closed, once it is committed.
     pub done: oneshot::Sender<Result<u64, String>>,
+}
+
+/// The rebuilt cluster after a recovery.
+pub struct ResetInfo {
+    pub actors: Vec<ActorId>,
+    pub sources: Vec<(WorkerId, ActorId)>,
 }
 
 pub struct BarrierManager {
@@ -42,6 +51,13 @@ pub struct BarrierManager {
     epoch: u64,
     actors: HashSet<ActorId>,
     sources: HashMap<ActorId, WorkerId>,
+    /// Told when a barrier fails: meta then rebuilds every actor from the
+    /// last committed epoch and sends a `reset` command.
+    recovery: mpsc::UnboundedSender<String>,
+    /// Set from a failure until the reset: no barrier is injected, plain
+    /// flushes wait, mutations are refused.
+    failed: bool,
+    deferred: Vec<BarrierCommand>,
 }
 
 impl BarrierManager {
@@ -52,6 +68,7 @@ impl BarrierManager {
         commands: mpsc::UnboundedReceiver<BarrierCommand>,
         committed: watch::Sender<u64>,
         interval: Duration,
+        recovery: mpsc::UnboundedSender<String>,
     ) -> Self {
         let epoch = store.committed_epoch();
         BarrierManager {
@@ -64,6 +81,33 @@ impl BarrierManager {
             epoch,
             actors: HashSet::new(),
             sources: HashMap::new(),
+            recovery,
+            failed: false,
+            deferred: Vec::new(),
+        }
+    }
+
+    /// While failed: handle one command without injecting anything.
+    /// Returns a command to run normally (after a reset).
+    async fn while_failed(&mut self, c: BarrierCommand) {
+        if let Some(reset) = c.reset {
+            // Events of the aborted actors are meaningless now.
+            while self.events.try_recv().is_ok() {}
+            self.actors = reset.actors.into_iter().collect();
+            self.sources = reset.sources.into_iter().map(|(w, a)| (a, w)).collect();
+            self.epoch = self.epoch.max(self.store.committed_epoch());
+            self.failed = false;
+            let r = self.one_barrier(None, &[], &[], &[]).await;
+            let _ = c.done.send(r.clone());
+            for d in std::mem::take(&mut self.deferred) {
+                let _ = d.done.send(r.clone());
+            }
+        } else if is_plain(&c) {
+            self.deferred.push(c);
+        } else {
+            let _ = c.done.send(Err(
+                "the cluster is recovering from a failure; try again".into()
+            ));
         }
     }
 
@@ -78,6 +122,18 @@ impl BarrierManager {
                 },
                 _ = ticker.tick() => None,
             };
+            if self.failed {
+                if let Some(c) = cmd {
+                    self.while_failed(c).await;
+                }
+                continue;
+            }
+            if cmd.as_ref().is_some_and(|c| c.reset.is_some()) {
+                if let Some(c) = cmd {
+                    self.while_failed(c).await;
+                }
+                continue;
+            }
             // Batch every waiting plain flush onto one barrier.
             let mut waiters = Vec::new();
             let mut cmd = cmd;
@@ -86,7 +142,7 @@ impl BarrierManager {
                     waiters.push(c.done);
                 }
                 while let Ok(c) = self.commands.try_recv() {
-                    if is_plain(&c) {
+                    if is_plain(&c) && c.reset.is_none() {
                         waiters.push(c.done);
                     } else {
                         cmd = Some(c);
@@ -166,6 +222,7 @@ impl BarrierManager {
             self.sources.remove(a);
         }
         if let Some(f) = failure {
+            self.fail(&f);
             return Err(f);
         }
         let store = self.store.clone();
@@ -175,14 +232,28 @@ impl BarrierManager {
                 let _ = self.committed.send(prev);
                 Ok(prev)
             }
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(e.to_string()),
+            Ok(Err(e)) => {
+                let e = format!("commit of epoch {prev} failed: {e}");
+                self.fail(&e);
+                Err(e)
+            }
+            Err(e) => {
+                let e = e.to_string();
+                self.fail(&e);
+                Err(e)
+            }
         }
+    }
+
+    fn fail(&mut self, reason: &str) {
+        self.failed = true;
+        let _ = self.recovery.send(reason.to_string());
     }
 }
 
 fn is_plain(c: &BarrierCommand) -> bool {
     c.mutation.is_none()
+        && c.reset.is_none()
         && c.add_actors.is_empty()
         && c.add_sources.is_empty()
         && c.remove_actors.is_empty()

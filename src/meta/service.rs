@@ -8,7 +8,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::barrier::{BarrierCommand, BarrierManager};
+use super::barrier::{BarrierCommand, BarrierManager, ResetInfo};
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use super::cluster::{UnitId, Worker, WorkerState};
 use super::fragment::{actor_desc, dispatcher_desc, even_bitmaps, ActorInfo, Edge, Fragment};
@@ -161,6 +161,33 @@ pub struct Meta {
     /// layout of a table changes.
     routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
     row_id: AtomicI64,
+    recoveries: AtomicI64,
+    /// Test knob shared by every actor: see `inject_actor_failure`.
+    fault: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// Runs a recovery whenever the barrier manager reports a failure.
+async fn recovery_loop(meta: std::sync::Weak<Meta>, mut rx: mpsc::UnboundedReceiver<String>) {
+    while let Some(reason) = rx.recv().await {
+        while rx.try_recv().is_ok() {}
+        let Some(meta) = meta.upgrade() else { return };
+        tracing::warn!(%reason, "recovering every streaming job from the last committed epoch");
+        let mut delay = Duration::from_millis(10);
+        loop {
+            match meta.recover().await {
+                Ok(()) => {
+                    tracing::info!(epoch = meta.committed_epoch(), "recovery done");
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "recovery failed; retrying");
+                    while rx.try_recv().is_ok() {}
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
 }
 
 impl Meta {
@@ -171,6 +198,7 @@ impl Meta {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (committed_tx, committed_rx) = watch::channel(store.committed_epoch());
         let nodes = Arc::new(RwLock::new(HashMap::new()));
+        let fault = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let mut state = MetaState {
             next_table_id: FIRST_USER_ID,
             ..Default::default()
@@ -183,6 +211,7 @@ impl Meta {
                 registry.clone(),
                 events_tx.clone(),
                 committed_rx.clone(),
+                fault.clone(),
             ));
             nodes.write().insert(id, node.clone());
             let units = (unit..unit + config.parallel_units).collect();
@@ -199,6 +228,7 @@ impl Meta {
             );
         }
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
+        let (recovery_tx, recovery_rx) = mpsc::unbounded_channel();
         let manager = BarrierManager::new(
             store.clone(),
             nodes.clone(),
@@ -206,10 +236,11 @@ impl Meta {
             barrier_rx,
             committed_tx,
             config.barrier_interval,
+            recovery_tx,
         );
         tokio::spawn(manager.run());
         let now_micros = chrono::Utc::now().timestamp_micros();
-        Arc::new(Meta {
+        let meta = Arc::new(Meta {
             config,
             state: Mutex::new(state),
             store,
@@ -220,7 +251,83 @@ impl Meta {
             ddl_lock: tokio::sync::Mutex::new(()),
             routes: tokio::sync::RwLock::new(HashMap::new()),
             row_id: AtomicI64::new(now_micros << 10),
-        })
+            recoveries: AtomicI64::new(0),
+            fault,
+        });
+        tokio::spawn(recovery_loop(Arc::downgrade(&meta), recovery_rx));
+        meta
+    }
+
+    /// Make the next chunk processed by an actor of `fragment` fail that
+    /// actor (a test fault; the cluster then recovers).
+    pub fn inject_actor_failure(&self, fragment: FragmentId) {
+        self.fault.store(fragment, Ordering::SeqCst);
+    }
+
+    /// How many recoveries ran since start.
+    pub fn recovery_count(&self) -> i64 {
+        self.recoveries.load(Ordering::Relaxed)
+    }
+
+    /// Rebuild every actor from the catalog and resume from the last
+    /// committed epoch: state written after it is discarded, sources rewind
+    /// to the offsets committed with it, caches start cold.
+    async fn recover(&self) -> MetaResult<()> {
+        let _ddl = self.ddl_lock.lock().await;
+        let mut routes = self.routes.write().await;
+        routes.clear();
+        for n in self.nodes.read().values() {
+            n.abort_all();
+        }
+        self.registry.clear();
+        self.store.abort_uncommitted();
+        let (per_worker, actors, sources) = {
+            let st = self.state.lock();
+            let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
+            let mut actors = Vec::new();
+            let mut sources = Vec::new();
+            for f in st.fragments.values() {
+                for a in &f.actors {
+                    actors.push(a.actor_id);
+                    if !matches!(f.source, crate::stream::build::SourceDesc::None) {
+                        sources.push((a.worker, a.actor_id));
+                    }
+                    per_worker.entry(a.worker).or_default().push(actor_desc(
+                        f,
+                        a,
+                        &st.fragments,
+                        &st.edges,
+                        false,
+                    ));
+                }
+            }
+            (per_worker, actors, sources)
+        };
+        {
+            let nodes = self.nodes.read();
+            for (w, descs) in per_worker {
+                if let Some(n) = nodes.get(&w) {
+                    n.build_actors(&descs);
+                }
+            }
+        }
+        let (done, rx) = oneshot::channel();
+        self.barrier_tx
+            .send(BarrierCommand {
+                mutation: None,
+                add_actors: vec![],
+                add_sources: vec![],
+                remove_actors: vec![],
+                reset: Some(ResetInfo { actors, sources }),
+                done,
+            })
+            .map_err(|_| MetaError::internal("barrier manager is gone"))?;
+        drop(routes);
+        rx.await
+            .map_err(|_| MetaError::internal("barrier manager is gone"))?
+            .map_err(MetaError::internal)?;
+        self.recoveries.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     pub fn committed_epoch(&self) -> u64 {
@@ -241,6 +348,7 @@ impl Meta {
                 add_actors,
                 add_sources,
                 remove_actors,
+                reset: None,
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
@@ -419,7 +527,7 @@ impl Meta {
                 descs,
             )
         };
-        let _ = (&new_frags, &new_edges);
+        let _ = &new_edges;
         // 2. build idle actors
         {
             let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
@@ -439,8 +547,25 @@ impl Meta {
             dispatchers: mutation_dispatchers,
             added_actors: added,
         };
-        self.barrier(Some(mutation), add_actors, add_sources, vec![])
-            .await?;
+        if let Err(e) = self
+            .barrier(Some(mutation), add_actors, add_sources, vec![])
+            .await
+        {
+            // Forget the job: the recovery that follows the failed barrier
+            // rebuilds the cluster without it.
+            let mut st = self.state.lock();
+            st.relations.remove(&table_id);
+            for f in &new_frags {
+                st.fragments.remove(&f.id);
+            }
+            let ids: Vec<FragmentId> = new_frags.iter().map(|f| f.id).collect();
+            st.edges
+                .retain(|e| !ids.contains(&e.up) && !ids.contains(&e.down));
+            return Err(e);
+        }
+        // Make the backfill visible. Not under the DDL lock: a recovery
+        // (which takes it) may have to run before this flush can finish.
+        drop(_ddl);
         self.flush().await?;
         Ok(())
     }

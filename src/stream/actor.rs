@@ -44,6 +44,9 @@ pub struct Actor {
     pub registry: Arc<ExchangeRegistry>,
     pub events: mpsc::UnboundedSender<ComputeEvent>,
     pub committed: watch::Receiver<u64>,
+    /// Fault injection (off when 0): the next chunk an actor of this
+    /// fragment processes fails the actor, which makes meta recover.
+    pub fault: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl Actor {
@@ -100,6 +103,15 @@ impl Actor {
         input: usize,
         chunks: Vec<StreamChunk>,
     ) -> StreamResult<()> {
+        use std::sync::atomic::Ordering;
+        if self.fault.load(Ordering::Relaxed) == self.fragment_id
+            && self
+                .fault
+                .compare_exchange(self.fragment_id, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            return Err(StreamError::Internal("injected actor failure".into()));
+        }
         let mut cur = chunks;
         let mut inp = input;
         for ex in &mut self.executors[start..] {

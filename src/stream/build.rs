@@ -168,6 +168,8 @@ pub struct BuildContext {
     pub registry: Arc<ExchangeRegistry>,
     pub events: mpsc::UnboundedSender<ComputeEvent>,
     pub committed: watch::Receiver<u64>,
+    /// See [`Actor::fault`].
+    pub fault: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// Build an actor. For source actors, the local channel's receiver is
@@ -219,6 +221,7 @@ pub fn build_actor(
         registry: ctx.registry.clone(),
         events: ctx.events.clone(),
         committed: ctx.committed.clone(),
+        fault: ctx.fault.clone(),
     }
 }
 

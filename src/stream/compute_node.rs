@@ -35,6 +35,7 @@ impl ComputeNode {
         registry: Arc<ExchangeRegistry>,
         events: mpsc::UnboundedSender<ComputeEvent>,
         committed: watch::Receiver<u64>,
+        fault: Arc<std::sync::atomic::AtomicU32>,
     ) -> Self {
         ComputeNode {
             id,
@@ -43,6 +44,7 @@ impl ComputeNode {
                 registry,
                 events,
                 committed,
+                fault,
             },
             actors: Mutex::new(HashMap::new()),
         }
