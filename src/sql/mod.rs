@@ -2,9 +2,11 @@
 //! (names and types resolved against the catalog, producing a
 //! [`BoundStatement`]).
 
+pub mod binder;
 pub mod bound;
 pub mod parser;
 
+pub use binder::{bind, describe, infer_param_types};
 pub use bound::{BoundStatement, ParallelismSpec, ParamContext};
 pub use parser::{parse, Statement};
 
