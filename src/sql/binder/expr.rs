@@ -356,9 +356,6 @@ impl Binder<'_> {
                 if *any {
                     return Err(SqlError::unsupported("LIKE ANY"));
                 }
-                if escape_char.is_some() {
-                    return Err(SqlError::unsupported("LIKE ... ESCAPE"));
-                }
                 let f = match (matches!(e, E::ILike { .. }), negated) {
                     (false, false) => Func::Like,
                     (false, true) => Func::NotLike,
@@ -367,7 +364,11 @@ impl Binder<'_> {
                 };
                 let x = self.bind_expr(scope, expr)?;
                 let p = self.bind_expr(scope, pattern)?;
-                typed(self.bind_func(f, vec![x, p])?)
+                let mut args = vec![x, p];
+                if let Some(esc) = escape_char {
+                    args.push(self.bind_expr(scope, esc)?);
+                }
+                typed(self.bind_func(f, args)?)
             }
             E::Cast {
                 kind,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::common::{DataType, ScalarValue};
 use crate::expr::{AggKind, Expr};
 use crate::meta::catalog::{CatalogReader, ColumnDesc, RelationDesc, RelationKind};
-use crate::planner::logical::{JoinKind, LogicalPlan};
+use crate::planner::logical::LogicalPlan;
 use crate::sql::bound::ParallelismTarget;
 use crate::sql::{bind, describe, parse, BoundStatement, ParallelismSpec, ParamContext, SqlError};
 
@@ -159,7 +159,12 @@ fn shape(plan: &LogicalPlan) -> String {
             LogicalPlan::Aggregate { group_by, aggs, .. } => {
                 format!("Aggregate {}+{}", group_by.len(), aggs.len())
             }
-            LogicalPlan::Join { kind, on, condition, .. } => format!(
+            LogicalPlan::Join {
+                kind,
+                on,
+                condition,
+                ..
+            } => format!(
                 "Join {kind:?} on={on:?}{}",
                 if condition.is_some() { " cond" } else { "" }
             ),
@@ -312,7 +317,10 @@ fn ddl_create_table() {
     let e = err("CREATE TABLE p (a json)", "0A000");
     assert!(e.message.contains("JSON"), "{}", e.message);
     err("CREATE TABLE p (a timestamp with time zone)", "0A000");
-    err("CREATE TABLE p (a int PRIMARY KEY, b int, PRIMARY KEY (b))", "42P16");
+    err(
+        "CREATE TABLE p (a int PRIMARY KEY, b int, PRIMARY KEY (b))",
+        "42P16",
+    );
     err("CREATE TABLE p (a int, PRIMARY KEY (z))", "42703");
     err("CREATE TABLE p AS SELECT 1", "0A000");
 }
@@ -347,7 +355,10 @@ fn ddl_create_mv() {
     err("CREATE VIEW m AS SELECT a FROM t", "0A000");
     match ok("EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT a FROM t") {
         BoundStatement::Explain { inner } => {
-            assert!(matches!(*inner, BoundStatement::CreateMaterializedView { .. }))
+            assert!(matches!(
+                *inner,
+                BoundStatement::CreateMaterializedView { .. }
+            ))
         }
         other => panic!("{other:?}"),
     }
@@ -375,7 +386,10 @@ fn ddl_drop() {
     ));
     assert!(matches!(
         ok("DROP TABLE IF EXISTS nope"),
-        BoundStatement::Drop { if_exists: true, .. }
+        BoundStatement::Drop {
+            if_exists: true,
+            ..
+        }
     ));
     let e = err("DROP TABLE mv", "42809");
     assert_eq!(e.message, "\"mv\" is not a table");
@@ -586,7 +600,11 @@ fn unsupported_features() {
         "SELECT * FROM t, LATERAL (SELECT 1) s",
     ] {
         let e = err(sql, "0A000");
-        assert!(e.message.ends_with("is not supported"), "{sql}: {}", e.message);
+        assert!(
+            e.message.ends_with("is not supported"),
+            "{sql}: {}",
+            e.message
+        );
     }
 }
 
@@ -613,11 +631,16 @@ fn order_by_and_limit_on_columns() {
     // dropped by a final Project.
     let (plan, n) = query("SELECT b FROM t ORDER BY c NULLS FIRST");
     assert_eq!(n, names(&["b"]));
-    assert_eq!(shape(&plan), "Project 1\n  TopN None 0\n    Project 2\n      Scan t\n");
+    assert_eq!(
+        shape(&plan),
+        "Project 1\n  TopN None 0\n    Project 2\n      Scan t\n"
+    );
     assert_eq!(plan.types(), vec![DataType::Varchar]);
 
     let (plan, _) = query("SELECT a FROM t LIMIT 3");
-    assert!(matches!(plan, LogicalPlan::TopN { limit: Some(3), ref order, .. } if order.is_empty()));
+    assert!(
+        matches!(plan, LogicalPlan::TopN { limit: Some(3), ref order, .. } if order.is_empty())
+    );
     err("SELECT a FROM t ORDER BY 3", "42P10");
     err("SELECT a FROM t LIMIT -1", "2201W");
     err("SELECT a, b AS a FROM t ORDER BY a", "42702");
@@ -627,7 +650,11 @@ fn order_by_and_limit_on_columns() {
 fn joins_using() {
     let (plan, n) = query("SELECT * FROM t JOIN u USING (a)");
     assert_eq!(n, names(&["a", "b", "c", "d", "x", "k"]));
-    assert!(shape(&plan).contains("Join Inner on=[(0, 5)]"), "{}", shape(&plan));
+    assert!(
+        shape(&plan).contains("Join Inner on=[(0, 5)]"),
+        "{}",
+        shape(&plan)
+    );
     query("SELECT a, t.a, u.a FROM t JOIN u USING (a)");
     let (plan, n) = query("SELECT * FROM t FULL JOIN u USING (a)");
     assert_eq!(n[0], "a");
@@ -641,12 +668,7 @@ fn joins_using() {
 #[test]
 fn params_declared_and_default() {
     let stmts = parse("SELECT $1, $2").unwrap();
-    let (_, types) = describe(
-        &stmts[0],
-        &MockCatalog::new(),
-        &[Some(DataType::Int64)],
-    )
-    .unwrap();
+    let (_, types) = describe(&stmts[0], &MockCatalog::new(), &[Some(DataType::Int64)]).unwrap();
     assert_eq!(types, vec![DataType::Int64, DataType::Varchar]);
     let stmts = parse("INSERT INTO t (a, d) VALUES ($1, $2)").unwrap();
     let (_, types) = describe(&stmts[0], &MockCatalog::new(), &[]).unwrap();
@@ -709,10 +731,32 @@ fn expressions_bind() {
     assert_eq!(
         n,
         names(&[
-            "?column?", "?column?", "a", "b", "int4", "case", "case", "coalesce", "nullif",
-            "greatest", "least", "?column?", "?column?", "?column?", "?column?", "?column?",
-            "?column?", "?column?", "substring", "position", "btrim", "lower", "interval",
-            "date", "?column?", "abs"
+            "?column?",
+            "?column?",
+            "a",
+            "b",
+            "int4",
+            "case",
+            "case",
+            "coalesce",
+            "nullif",
+            "greatest",
+            "least",
+            "?column?",
+            "?column?",
+            "?column?",
+            "?column?",
+            "?column?",
+            "?column?",
+            "?column?",
+            "substring",
+            "position",
+            "btrim",
+            "lower",
+            "interval",
+            "date",
+            "?column?",
+            "abs"
         ])
     );
     use DataType::*;
@@ -757,7 +801,10 @@ fn aggregates_shape_and_errors() {
     assert_eq!(aggs[2].arg, Some(2));
 
     let (plan, _) = query("SELECT count(*) FROM t");
-    assert_eq!(shape(&plan), "Project 1\n  Aggregate 0+1\n    Project 0\n      Scan t\n");
+    assert_eq!(
+        shape(&plan),
+        "Project 1\n  Aggregate 0+1\n    Project 0\n      Scan t\n"
+    );
 
     // GROUP BY position, alias and expression; HAVING; ORDER BY aggregate.
     let (plan, n) = query(
@@ -799,7 +846,11 @@ fn distinct_union_values() {
     assert_eq!(plan.types(), vec![DataType::Int64]);
 
     let (plan, _) = query("SELECT a FROM t UNION SELECT NULL ORDER BY 1 LIMIT 2");
-    assert!(shape(&plan).starts_with("TopN Some(2) 0\n  Aggregate 1+0\n  "), "{}", shape(&plan));
+    assert!(
+        shape(&plan).starts_with("TopN Some(2) 0\n  Aggregate 1+0\n  "),
+        "{}",
+        shape(&plan)
+    );
     assert_eq!(plan.types(), vec![DataType::Int32]);
     err("SELECT a FROM t UNION SELECT a, b FROM t", "42601");
     err("SELECT a FROM t UNION SELECT true", "42804");
@@ -837,9 +888,15 @@ fn param_inference_from_context() {
     };
     use DataType::*;
     assert_eq!(infer("SELECT * FROM t WHERE a = $1"), vec![Int32]);
-    assert_eq!(infer("SELECT * FROM t WHERE d > $2 AND c = $1"), vec![Int64, Date]);
+    assert_eq!(
+        infer("SELECT * FROM t WHERE d > $2 AND c = $1"),
+        vec![Int64, Date]
+    );
     assert_eq!(infer("SELECT $1 + c FROM t"), vec![Int64]);
     assert_eq!(infer("SELECT $1::date"), vec![Date]);
     assert_eq!(infer("SELECT a FROM t LIMIT $1"), vec![Int64]);
-    assert_eq!(infer("UPDATE t SET c = $1 WHERE b = $2"), vec![Int64, Varchar]);
+    assert_eq!(
+        infer("UPDATE t SET c = $1 WHERE b = $2"),
+        vec![Int64, Varchar]
+    );
 }
