@@ -20,6 +20,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod from;
+mod func;
 mod misc;
 mod query;
 mod scope;

@@ -3,7 +3,8 @@
 
 use sqlparser::ast::{self, Distinct, GroupByExpr, OrderByExpr, SelectItem, Value};
 
-use super::expr::{contains_aggregate, figure_name, BExpr};
+use super::expr::BExpr;
+use super::func::{contains_aggregate, figure_name};
 use super::scope::Scope;
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
