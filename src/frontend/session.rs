@@ -788,11 +788,7 @@ impl Session for LocalSession {
         let Some(stmt) = stmts.first() else {
             return Ok((vec![], vec![]));
         };
-        let ctx = ParamContext {
-            types: param_types.to_vec(),
-            values: None,
-        };
-        let (types, bound) = crate::sql::bind_for_describe(stmt, &self.catalog(), &ctx)?;
+        let (bound, types) = crate::sql::describe(stmt, &self.catalog(), param_types)?;
         let fields = match bound {
             BoundStatement::Query { plan, names } => plan
                 .fields()

@@ -1,0 +1,259 @@
+//! CREATE TABLE, CREATE MATERIALIZED VIEW, DROP.
+
+use std::collections::BTreeMap;
+
+use sqlparser::ast::{
+    self, ColumnOption, CreateTableOptions, ObjectType, SqlOption, TableConstraint, Value,
+};
+
+use super::from::relation_name;
+use super::types::data_type_from_ast;
+use super::Binder;
+use crate::meta::catalog::{ColumnDesc, RelationKind};
+use crate::sql::parser::{ident_value, object_name_to_string};
+use crate::sql::{BoundStatement, SqlError, SqlResult};
+
+/// The unqualified name of a relation being created (only the default
+/// schema exists).
+fn create_name(name: &ast::ObjectName) -> SqlResult<String> {
+    let (schema, rel) = relation_name(name)?;
+    match schema.as_deref() {
+        None | Some("public") => Ok(rel),
+        Some(s) => Err(SqlError::new(
+            "3F000",
+            format!("schema \"{s}\" does not exist"),
+        )),
+    }
+}
+
+/// `WITH (k = v, ...)` as lower-case keys and string values.
+pub(super) fn with_options(opts: &CreateTableOptions) -> SqlResult<BTreeMap<String, String>> {
+    let list: &[SqlOption] = match opts {
+        CreateTableOptions::None => return Ok(BTreeMap::new()),
+        CreateTableOptions::With(v) => v,
+        _ => return Err(SqlError::unsupported(format!("table options {opts}"))),
+    };
+    let mut out = BTreeMap::new();
+    for o in list {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(SqlError::unsupported(format!("option {o}")));
+        };
+        let k = object_name_to_string(key).to_lowercase();
+        let v = match value {
+            ast::Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(s) | Value::Number(s, _) => s.clone(),
+                Value::Boolean(b) => b.to_string(),
+                other => other.to_string(),
+            },
+            ast::Expr::Identifier(i) => i.value.clone(),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus,
+                expr,
+            } => format!("-{expr}"),
+            other => other.to_string(),
+        };
+        if out.insert(k.clone(), v).is_some() {
+            return Err(SqlError::syntax(format!(
+                "option \"{k}\" specified more than once"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+impl Binder<'_> {
+    pub(super) fn bind_create_table(&mut self, ct: &ast::CreateTable) -> SqlResult<BoundStatement> {
+        if ct.query.is_some() {
+            return Err(SqlError::unsupported("CREATE TABLE AS"));
+        }
+        if ct.or_replace {
+            return Err(SqlError::unsupported("CREATE OR REPLACE TABLE"));
+        }
+        if ct.temporary {
+            return Err(SqlError::unsupported("temporary tables"));
+        }
+        if ct.like.is_some() || ct.clone.is_some() {
+            return Err(SqlError::unsupported("CREATE TABLE LIKE/CLONE"));
+        }
+        let name = create_name(&ct.name)?;
+        let mut columns: Vec<ColumnDesc> = Vec::with_capacity(ct.columns.len());
+        let mut pk: Option<Vec<usize>> = None;
+        let multiple_pk = || {
+            SqlError::new(
+                "42P16",
+                format!("multiple primary keys for table \"{name}\" are not allowed"),
+            )
+        };
+        for (i, c) in ct.columns.iter().enumerate() {
+            let cname = ident_value(&c.name.value, c.name.quote_style);
+            if columns.iter().any(|x| x.name == cname) {
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{cname}\" specified more than once"),
+                ));
+            }
+            let ty = data_type_from_ast(&c.data_type)?;
+            for opt in &c.options {
+                match &opt.option {
+                    ColumnOption::Null | ColumnOption::NotNull => {}
+                    ColumnOption::PrimaryKey(_) => {
+                        if pk.is_some() {
+                            return Err(multiple_pk());
+                        }
+                        pk = Some(vec![i]);
+                    }
+                    ColumnOption::Default(_) => {
+                        return Err(SqlError::unsupported("column DEFAULT"))
+                    }
+                    other => return Err(SqlError::unsupported(format!("column option {other}"))),
+                }
+            }
+            columns.push(ColumnDesc::new(cname, ty));
+        }
+        for constraint in &ct.constraints {
+            match constraint {
+                TableConstraint::PrimaryKey(p) => {
+                    if pk.is_some() {
+                        return Err(multiple_pk());
+                    }
+                    let mut key = Vec::with_capacity(p.columns.len());
+                    for ic in &p.columns {
+                        let ast::Expr::Identifier(id) = &ic.column.expr else {
+                            return Err(SqlError::unsupported("expressions in PRIMARY KEY"));
+                        };
+                        let cname = ident_value(&id.value, id.quote_style);
+                        let idx =
+                            columns
+                                .iter()
+                                .position(|c| c.name == cname)
+                                .ok_or_else(|| {
+                                    SqlError::new(
+                                        "42703",
+                                        format!("column \"{cname}\" named in key does not exist"),
+                                    )
+                                })?;
+                        if !key.contains(&idx) {
+                            key.push(idx);
+                        }
+                    }
+                    pk = Some(key);
+                }
+                other => return Err(SqlError::unsupported(format!("constraint {other}"))),
+            }
+        }
+        if columns.is_empty() {
+            return Err(SqlError::unsupported("tables without columns"));
+        }
+        Ok(BoundStatement::CreateTable {
+            name,
+            columns,
+            pk: pk.unwrap_or_default(),
+            with_options: with_options(&ct.table_options)?,
+            if_not_exists: ct.if_not_exists,
+        })
+    }
+
+    pub(super) fn bind_create_view(&mut self, cv: &ast::CreateView) -> SqlResult<BoundStatement> {
+        if !cv.materialized {
+            return Err(SqlError::unsupported(
+                "CREATE VIEW (use CREATE MATERIALIZED VIEW)",
+            ));
+        }
+        if cv.or_replace || cv.or_alter {
+            return Err(SqlError::unsupported("CREATE OR REPLACE MATERIALIZED VIEW"));
+        }
+        if cv.temporary {
+            return Err(SqlError::unsupported("temporary materialized views"));
+        }
+        let name = create_name(&cv.name)?;
+        let bq = self.bind_query(&cv.query)?;
+        let mut column_names = bq.names;
+        if cv.columns.len() > column_names.len() {
+            return Err(SqlError::syntax(
+                "CREATE MATERIALIZED VIEW specifies more column names than columns",
+            ));
+        }
+        for (c, n) in cv.columns.iter().zip(column_names.iter_mut()) {
+            if c.data_type.is_some() {
+                return Err(SqlError::unsupported(
+                    "column types in CREATE MATERIALIZED VIEW",
+                ));
+            }
+            *n = ident_value(&c.name.value, c.name.quote_style);
+        }
+        for (i, n) in column_names.iter().enumerate() {
+            if column_names[..i].contains(n) {
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{n}\" specified more than once"),
+                ));
+            }
+        }
+        Ok(BoundStatement::CreateMaterializedView {
+            name,
+            plan: bq.plan,
+            column_names,
+            definition: cv.query.to_string(),
+            with_options: with_options(&cv.options)?,
+            if_not_exists: cv.if_not_exists,
+        })
+    }
+
+    pub(super) fn bind_drop(
+        &mut self,
+        object_type: ObjectType,
+        if_exists: bool,
+        names: &[ast::ObjectName],
+        cascade: bool,
+    ) -> SqlResult<BoundStatement> {
+        let kind = match object_type {
+            ObjectType::Table => RelationKind::Table,
+            ObjectType::MaterializedView => RelationKind::MaterializedView,
+            other => return Err(SqlError::unsupported(format!("DROP {other}"))),
+        };
+        let [name] = names else {
+            return Err(SqlError::unsupported(
+                "dropping several relations in one statement",
+            ));
+        };
+        let (schema, rel) = relation_name(name)?;
+        match self.catalog.relation(schema.as_deref(), &rel) {
+            None if if_exists => {}
+            None => {
+                return Err(SqlError::new(
+                    "42P01",
+                    format!("{} \"{rel}\" does not exist", kind.name()),
+                ))
+            }
+            Some(r) if r.kind == kind => {}
+            Some(r) => return Err(wrong_kind(&rel, kind, r.kind, "DROP")),
+        }
+        Ok(BoundStatement::Drop {
+            kind,
+            name: rel,
+            if_exists,
+            cascade,
+        })
+    }
+}
+
+/// `"x" is not a table` (42809), with PostgreSQL's hint on what to use.
+pub(super) fn wrong_kind(
+    name: &str,
+    wanted: RelationKind,
+    found: RelationKind,
+    verb: &str,
+) -> SqlError {
+    let mut e = SqlError::new("42809", format!("\"{name}\" is not a {}", wanted.name()));
+    e.hint = match found {
+        RelationKind::Table => Some(format!("Use {verb} TABLE to remove a table.")),
+        RelationKind::MaterializedView => Some(format!(
+            "Use {verb} MATERIALIZED VIEW to remove a materialized view."
+        )),
+        RelationKind::System => None,
+    };
+    if verb != "DROP" {
+        e.hint = None;
+    }
+    e
+}

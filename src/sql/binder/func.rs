@@ -1,0 +1,415 @@
+//! Binding function calls, operators with unknown-typed arguments, CASE,
+//! and aggregate calls; the AST walks that look for aggregates and name
+//! output columns.
+
+use sqlparser::ast::{
+    self, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart,
+    TrimWhereField, Value,
+};
+
+use super::expr::{coerce, BExpr};
+use super::scope::Scope;
+use super::types::{data_type_from_ast, internal_type_name};
+use super::{Binder, ExprCtx};
+use crate::common::DataType;
+use crate::expr::{agg_return_type, build_func, common_type, AggKind, Expr, Func};
+use crate::sql::parser::ident_value;
+use crate::sql::{SqlError, SqlResult};
+
+/// Aggregate functions we support, by name.
+pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
+    Some(match name {
+        "count" => AggKind::Count,
+        "sum" => AggKind::Sum,
+        "min" => AggKind::Min,
+        "max" => AggKind::Max,
+        "avg" => AggKind::Avg,
+        _ => return None,
+    })
+}
+
+/// Aggregates users may expect that we do not have (0A000 rather than 42883).
+const UNSUPPORTED_AGGREGATES: &[&str] = &[
+    "string_agg",
+    "array_agg",
+    "bool_and",
+    "bool_or",
+    "every",
+    "bit_and",
+    "bit_or",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "variance",
+    "var_pop",
+    "var_samp",
+    "json_agg",
+    "jsonb_agg",
+    "json_object_agg",
+    "percentile_cont",
+    "percentile_disc",
+    "mode",
+    "approx_count_distinct",
+];
+
+pub(super) fn function_name(name: &ast::ObjectName) -> String {
+    match name.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => ident_value(&i.value, i.quote_style),
+        Some(ObjectNamePart::Function(f)) => f.name.value.to_lowercase(),
+        None => String::new(),
+    }
+}
+
+impl Binder<'_> {
+    /// Build a call, first giving unknown arguments the type PostgreSQL's
+    /// operator resolution would pick for them.
+    pub(super) fn bind_func(&mut self, func: Func, args: Vec<BExpr>) -> SqlResult<Expr> {
+        let typed: Vec<DataType> = args.iter().filter_map(BExpr::hint).collect();
+        let first = typed.first().copied();
+        let common = || {
+            let mut t = first?;
+            for x in &typed[1..] {
+                t = common_type(t, *x).unwrap_or(t);
+            }
+            Some(t)
+        };
+        use Func as F;
+        let mut exprs = Vec::with_capacity(args.len());
+        for (pos, a) in args.into_iter().enumerate() {
+            let ty = match func {
+                F::Eq
+                | F::NotEq
+                | F::Lt
+                | F::LtEq
+                | F::Gt
+                | F::GtEq
+                | F::IsDistinctFrom
+                | F::IsNotDistinctFrom
+                | F::Coalesce
+                | F::NullIf
+                | F::Greatest
+                | F::Least => common().unwrap_or(DataType::Varchar),
+                F::Add | F::Sub => match first {
+                    Some(DataType::Date | DataType::Timestamp) => DataType::Interval,
+                    Some(t) => t,
+                    None => DataType::Varchar,
+                },
+                F::Mul | F::Div | F::Mod => match first {
+                    Some(DataType::Interval) => DataType::Float64,
+                    Some(t) => t,
+                    None => DataType::Varchar,
+                },
+                F::Neg | F::Abs | F::Ceil | F::Floor => DataType::Decimal,
+                F::Round if pos == 0 => DataType::Decimal,
+                F::Round => DataType::Int32,
+                F::Substr if pos > 0 => DataType::Int32,
+                F::And | F::Or | F::Not | F::IsTrue | F::IsNotTrue | F::IsFalse | F::IsNotFalse => {
+                    DataType::Boolean
+                }
+                _ => DataType::Varchar,
+            };
+            exprs.push(self.resolve(a, ty)?);
+        }
+        Ok(build_func(func, exprs)?)
+    }
+
+    pub(super) fn bind_case(
+        &mut self,
+        scope: &Scope,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&ast::Expr>,
+    ) -> SqlResult<Expr> {
+        let operand = match operand {
+            Some(o) => Some(self.bind_expr(scope, o)?),
+            None => None,
+        };
+        let mut conds = Vec::with_capacity(conditions.len());
+        let mut results = Vec::with_capacity(conditions.len() + 1);
+        for w in conditions {
+            let c = match &operand {
+                Some(x) => {
+                    let v = self.bind_expr(scope, &w.condition)?;
+                    self.bind_func(Func::Eq, vec![x.clone(), v])?
+                }
+                None => self.bind_bool(scope, &w.condition, "CASE/WHEN")?,
+            };
+            conds.push(c);
+            results.push(self.bind_expr(scope, &w.result)?);
+        }
+        let has_else = else_result.is_some();
+        if let Some(e) = else_result {
+            results.push(self.bind_expr(scope, e)?);
+        }
+        let mut ty: Option<DataType> = None;
+        for t in results.iter().filter_map(BExpr::hint) {
+            ty = Some(match ty {
+                None => t,
+                Some(prev) => common_type(prev, t).map_err(|_| {
+                    SqlError::new(
+                        "42804",
+                        format!("CASE types {prev} and {t} cannot be matched"),
+                    )
+                })?,
+            });
+        }
+        let ty = ty.unwrap_or(DataType::Varchar);
+        let mut bound = Vec::with_capacity(results.len());
+        for r in results {
+            let e = self.resolve(r, ty)?;
+            bound.push(coerce(e, ty, "CASE")?);
+        }
+        let else_ = if has_else {
+            bound.pop().map(Box::new)
+        } else {
+            None
+        };
+        Ok(Expr::Case {
+            whens: conds.into_iter().zip(bound).collect(),
+            else_,
+            ty,
+        })
+    }
+
+    pub(super) fn bind_function(&mut self, scope: &Scope, f: &ast::Function) -> SqlResult<BExpr> {
+        let name = function_name(&f.name);
+        if f.over.is_some() {
+            return Err(SqlError::unsupported("window functions"));
+        }
+        if f.filter.is_some() {
+            return Err(SqlError::unsupported("aggregate FILTER"));
+        }
+        if !f.within_group.is_empty() {
+            return Err(SqlError::unsupported("WITHIN GROUP"));
+        }
+        let (distinct, args): (bool, &[FunctionArg]) = match &f.args {
+            FunctionArguments::None => (false, &[]),
+            FunctionArguments::Subquery(_) => {
+                return Err(SqlError::unsupported("subqueries in expressions"))
+            }
+            FunctionArguments::List(l) => {
+                if !l.clauses.is_empty() {
+                    return Err(SqlError::unsupported(format!(
+                        "clauses in the arguments of {name}()"
+                    )));
+                }
+                (
+                    l.duplicate_treatment == Some(DuplicateTreatment::Distinct),
+                    &l.args,
+                )
+            }
+        };
+        if let Some(kind) = agg_kind(&name) {
+            return self.bind_aggregate(scope, &name, kind, distinct, args);
+        }
+        if UNSUPPORTED_AGGREGATES.contains(&name.as_str()) {
+            return Err(SqlError::unsupported(format!("aggregate function {name}")));
+        }
+        if distinct {
+            return Err(SqlError::new(
+                "42809",
+                format!("DISTINCT specified, but {name} is not an aggregate function"),
+            ));
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                    bound.push(self.bind_expr(scope, e)?)
+                }
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "argument {other} of function {name}"
+                    )))
+                }
+            }
+        }
+        match Func::from_name(&name) {
+            Some(func) => Ok(BExpr::Typed(self.bind_func(func, bound)?)),
+            None => {
+                let types: Vec<&str> = bound
+                    .iter()
+                    .map(|b| b.hint().map(|t| t.pg_name()).unwrap_or("unknown"))
+                    .collect();
+                Err(SqlError::new(
+                    "42883",
+                    format!("function {name}({}) does not exist", types.join(", ")),
+                ))
+            }
+        }
+    }
+
+    fn bind_aggregate(
+        &mut self,
+        scope: &Scope,
+        name: &str,
+        kind: AggKind,
+        distinct: bool,
+        args: &[FunctionArg],
+    ) -> SqlResult<BExpr> {
+        if let ExprCtx::Plain { agg_error } = &self.ctx {
+            return Err(SqlError::new("42803", *agg_error));
+        }
+        let arg_ast = match args {
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if kind == AggKind::Count => {
+                if distinct {
+                    return Err(SqlError::syntax("syntax error at or near \"*\""));
+                }
+                None
+            }
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => Some(e),
+            _ => {
+                return Err(SqlError::new(
+                    "42883",
+                    format!(
+                        "function {name} with {} arguments does not exist",
+                        args.len()
+                    ),
+                ))
+            }
+        };
+        let (kind, arg) = match arg_ast {
+            None => (AggKind::CountStar, None),
+            Some(e) => {
+                let saved = std::mem::replace(
+                    &mut self.ctx,
+                    ExprCtx::Plain {
+                        agg_error: "aggregate function calls cannot be nested",
+                    },
+                );
+                let arg = self.bind_typed(scope, e);
+                self.ctx = saved;
+                (kind, Some(arg?))
+            }
+        };
+        let ret = agg_return_type(kind, arg.as_ref().map(Expr::return_type))?;
+        let ExprCtx::Agg(state) = &mut self.ctx else {
+            return Err(SqlError::new(
+                "XX000",
+                "aggregate outside of an aggregation",
+            ));
+        };
+        let idx = state.add_call(kind, distinct, arg, ret);
+        Ok(BExpr::Typed(Expr::input_ref(idx, ret)))
+    }
+}
+
+/// Whether an expression contains an aggregate call (outside subqueries).
+pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Function(f) => {
+            if f.over.is_none() && agg_kind(&function_name(&f.name)).is_some() {
+                return true;
+            }
+            match &f.args {
+                FunctionArguments::List(l) => l.args.iter().any(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e))
+                    | FunctionArg::Named {
+                        arg: FunctionArgExpr::Expr(e),
+                        ..
+                    } => contains_aggregate(e),
+                    _ => false,
+                }),
+                _ => false,
+            }
+        }
+        E::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+            contains_aggregate(a) || contains_aggregate(b)
+        }
+        E::UnaryOp { expr, .. }
+        | E::Nested(expr)
+        | E::IsNull(expr)
+        | E::IsNotNull(expr)
+        | E::IsTrue(expr)
+        | E::IsNotTrue(expr)
+        | E::IsFalse(expr)
+        | E::IsNotFalse(expr)
+        | E::Cast { expr, .. }
+        | E::Ceil { expr, .. }
+        | E::Floor { expr, .. } => contains_aggregate(expr),
+        E::Between {
+            expr, low, high, ..
+        } => contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high),
+        E::In {
+            expr,
+            target: ast::InTarget::List(list),
+            ..
+        } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
+        E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+            contains_aggregate(expr) || contains_aggregate(pattern)
+        }
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || conditions
+                    .iter()
+                    .any(|w| contains_aggregate(&w.condition) || contains_aggregate(&w.result))
+                || else_result.as_deref().is_some_and(contains_aggregate)
+        }
+        E::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            contains_aggregate(expr)
+                || substring_from.as_deref().is_some_and(contains_aggregate)
+                || substring_for.as_deref().is_some_and(contains_aggregate)
+        }
+        E::Position { expr, r#in } => contains_aggregate(expr) || contains_aggregate(r#in),
+        E::Trim {
+            expr, trim_what, ..
+        } => contains_aggregate(expr) || trim_what.as_deref().is_some_and(contains_aggregate),
+        _ => false,
+    }
+}
+
+/// The output column name PostgreSQL gives an unaliased select item.
+pub(super) fn figure_name(e: &ast::Expr) -> String {
+    use ast::Expr as E;
+    match e {
+        E::Identifier(i) => ident_value(&i.value, i.quote_style),
+        E::CompoundIdentifier(parts) => parts
+            .last()
+            .map(|i| ident_value(&i.value, i.quote_style))
+            .unwrap_or_else(|| "?column?".into()),
+        E::Function(f) => function_name(&f.name),
+        E::Nested(inner) => figure_name(inner),
+        E::Cast {
+            expr, data_type, ..
+        } => {
+            let inner = figure_name(expr);
+            if inner != "?column?" {
+                inner
+            } else {
+                match data_type_from_ast(data_type) {
+                    Ok(t) => internal_type_name(t).to_string(),
+                    Err(_) => inner,
+                }
+            }
+        }
+        E::TypedString(ts) => match data_type_from_ast(&ts.data_type) {
+            Ok(t) => internal_type_name(t).to_string(),
+            Err(_) => "?column?".into(),
+        },
+        E::Value(v) if matches!(v.value, Value::Boolean(_)) => "bool".into(),
+        E::Interval(_) => "interval".into(),
+        E::Case { .. } => "case".into(),
+        E::Substring { .. } => "substring".into(),
+        E::Position { .. } => "position".into(),
+        E::Trim { trim_where, .. } => match trim_where {
+            Some(TrimWhereField::Leading) => "ltrim".into(),
+            Some(TrimWhereField::Trailing) => "rtrim".into(),
+            _ => "btrim".into(),
+        },
+        E::Ceil { .. } => "ceil".into(),
+        E::Floor { .. } => "floor".into(),
+        _ => "?column?".into(),
+    }
+}
