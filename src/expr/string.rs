@@ -23,7 +23,7 @@ pub fn substr(s: &str, from: i32, count: Option<i32>) -> ExprResult<String> {
     }
     Ok(s.chars()
         .skip((s1 - 1) as usize)
-        .take((end - s1).min(usize::MAX as i64) as usize)
+        .take(usize::try_from(end - s1).unwrap_or(usize::MAX))
         .collect())
 }
 
