@@ -311,7 +311,12 @@ pub fn parse_decimal(s: &str) -> Result<Decimal, ParseError> {
                     // Round half away from zero on the dropped digits.
                     if frac.as_bytes()[keep] >= b'5' {
                         let ulp = Decimal::new(1, keep as u32);
-                        d = if neg { d - ulp } else { d + ulp };
+                        d = if neg {
+                            d.checked_sub(ulp)
+                        } else {
+                            d.checked_add(ulp)
+                        }
+                        .ok_or_else(overflow)?;
                     }
                     break d;
                 }
