@@ -141,10 +141,13 @@ fn split_sci(sci: &str) -> (String, i32) {
 }
 
 /// The shortest digits that read back as `v` (positive, finite, nonzero),
-/// like PostgreSQL's Ryu-based output. Unlike Rust's formatter, PostgreSQL
-/// never picks a candidate lying exactly halfway to a neighbouring float
-/// (`2.2451034397015392e+16`, not `2.245103439701539e+16`), so such a
-/// candidate is replaced by the next longer one.
+/// like PostgreSQL's Ryu-based output: Rust's shortest gives the length,
+/// then the candidate of that length closest to `v` (ties to even, where
+/// Rust's shortest mode may round up) is taken. Unlike Rust's formatter,
+/// PostgreSQL never picks a candidate lying exactly halfway to a
+/// neighbouring float (`2.2451034397015392e+16`, not
+/// `2.245103439701539e+16`), so such a candidate is replaced by the next
+/// one towards `v` or a longer one.
 fn shortest_digits(v: f64, single: bool) -> (String, i32) {
     let sci = if single {
         format!("{:e}", v as f32)
@@ -152,9 +155,6 @@ fn shortest_digits(v: f64, single: bool) -> (String, i32) {
         format!("{:e}", v)
     };
     let (digits, exp) = split_sci(&sci);
-    if midpoint_side(&digits, exp, v, single).is_none() {
-        return (digits, exp);
-    }
     let round_trips = |d: &str, e: i32| {
         let s = format!("{}e{}", d, e - d.len() as i32 + 1);
         if single {

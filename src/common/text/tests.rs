@@ -296,3 +296,38 @@ fn other_types() {
     assert_eq!(format_datum(&ScalarValue::varchar("a b")), "a b");
     assert_eq!(fmt(DataType::Varchar, " x "), " x ");
 }
+
+/// Random values (many near float boundaries) printed by PostgreSQL 15.
+#[test]
+fn float_output_fixtures() {
+    let mut failures = Vec::new();
+    for line in include_str!("float_fixtures.txt").lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.split(' ');
+        let (Some(input), Some(ty), Some(want)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let ty = if ty == "float4" {
+            DataType::Float32
+        } else {
+            DataType::Float64
+        };
+        let got = fmt(ty, input);
+        if got != want {
+            failures.push(format!("{} {:?}: got {} want {}", input, ty, got, want));
+        }
+    }
+    assert!(failures.is_empty(), "{:#?}", failures);
+}
+
+#[test]
+fn rust_exact_formatting_rounds_ties_to_even() {
+    assert_eq!(format!("{:.0e}", 2.5f64), "2e0");
+    assert_eq!(format!("{:.0e}", 3.5f64), "4e0");
+    assert_eq!(
+        format!("{:.16e}", 1294614501454434.25f64),
+        "1.2946145014544342e15"
+    );
+}
