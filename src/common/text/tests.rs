@@ -327,7 +327,7 @@ fn rust_exact_formatting_rounds_ties_to_even() {
     assert_eq!(format!("{:.0e}", 2.5f64), "2e0");
     assert_eq!(format!("{:.0e}", 3.5f64), "4e0");
     assert_eq!(
-        format!("{:.16e}", 1294614501454434.25f64),
+        format!("{:.16e}", 1294614501454434.0f64 + 0.25),
         "1.2946145014544342e15"
     );
 }
