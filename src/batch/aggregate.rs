@@ -124,3 +124,169 @@ fn output(mut row: Row, accs: &[Box<dyn Accumulator>]) -> BatchResult<Row> {
     }
     Ok(row)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::*;
+    use super::*;
+    use crate::common::DataType::{self, Float64, Int32, Varchar};
+    use crate::common::ScalarValue;
+    use crate::expr::ExprResult;
+
+    /// A stand-in for the real accumulators: counts non-NULL inputs (all
+    /// inputs with `rows`) or sums integers (NULL over no values), so the
+    /// engine's grouping is tested apart from the aggregate functions.
+    #[derive(Clone, Debug)]
+    struct MockAcc {
+        sum: bool,
+        n: i64,
+        total: i64,
+    }
+
+    impl Accumulator for MockAcc {
+        fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+            assert!(insert, "batch aggregation only inserts");
+            if !self.sum {
+                self.n += 1;
+            } else if let Some(v) = value {
+                self.n += 1;
+                self.total += v.as_i64().expect("integer");
+            }
+            Ok(())
+        }
+        fn output(&self) -> ExprResult<Datum> {
+            Ok(match (self.sum, self.n) {
+                (true, 0) => None,
+                (true, _) => Some(ScalarValue::Int64(self.total)),
+                (false, n) => Some(ScalarValue::Int64(n)),
+            })
+        }
+        fn save(&self) -> Row {
+            vec![]
+        }
+        fn load(&mut self, _: &Row) -> ExprResult<()> {
+            Ok(())
+        }
+        fn box_clone(&self) -> Box<dyn Accumulator> {
+            Box::new(self.clone())
+        }
+    }
+
+    fn count_star() -> (Option<usize>, Box<dyn Accumulator>) {
+        let acc = MockAcc {
+            sum: false,
+            n: 0,
+            total: 0,
+        };
+        (None, Box::new(acc))
+    }
+
+    fn sum(col: usize) -> (Option<usize>, Box<dyn Accumulator>) {
+        let acc = MockAcc {
+            sum: true,
+            n: 0,
+            total: 0,
+        };
+        (Some(col), Box::new(acc))
+    }
+
+    fn run(
+        rows: &str,
+        types: &[DataType],
+        group_by: &[usize],
+        calls: Vec<(Option<usize>, Box<dyn Accumulator>)>,
+    ) -> Vec<Row> {
+        let (args, protos): (Vec<_>, Vec<_>) = calls.into_iter().unzip();
+        aggregate_with(parse_rows(rows, types), group_by, &args, &protos).unwrap()
+    }
+
+    const T: &[DataType] = &[Varchar, Int32];
+    const ROWS: &str = "a 1\n. 2\nb .\na 3\n. 4\nb 5";
+
+    #[test]
+    fn groups_with_nulls_together() {
+        let out = run(ROWS, T, &[0], vec![count_star(), sum(1)]);
+        assert_rows(&out, "a 2 4\n. 2 6\nb 2 5");
+    }
+
+    #[test]
+    fn groups_come_out_in_first_appearance_order() {
+        let out = run(ROWS, T, &[0], vec![count_star()]);
+        assert_rows_ordered(&out, "a 2\n. 2\nb 2");
+    }
+
+    #[test]
+    fn group_by_without_aggregates_is_distinct() {
+        let out = run(
+            "1 x\n1 x\n1 .\n. .\n1 .\n. .",
+            &[Int32, Varchar],
+            &[0, 1],
+            vec![],
+        );
+        assert_rows(&out, "1 x\n1 .\n. .");
+    }
+
+    #[test]
+    fn group_key_order_matters() {
+        let out = run(
+            "1 2\n2 1\n1 2",
+            &[Int32, Int32],
+            &[1, 0],
+            vec![count_star()],
+        );
+        assert_rows(&out, "2 1 2\n1 2 1");
+    }
+
+    #[test]
+    fn float_zeros_and_nans_group_together() {
+        let out = run(
+            "0 1\n-0 2\nNaN 3\nNaN 4",
+            &[Float64, Int32],
+            &[0],
+            vec![sum(1)],
+        );
+        assert_eq!(out.len(), 2);
+        let sums: Vec<_> = out.iter().map(|r| r[1].clone()).collect();
+        assert_eq!(
+            sums,
+            vec![Some(ScalarValue::Int64(3)), Some(ScalarValue::Int64(7))]
+        );
+    }
+
+    #[test]
+    fn no_group_by_over_empty_input_is_one_row() {
+        let out = run("", T, &[], vec![count_star(), sum(1)]);
+        assert_rows(&out, "0 .");
+        // Even with no aggregate at all (`SELECT 1 FROM t HAVING true`).
+        let out = run("", T, &[], vec![]);
+        assert_eq!(out, vec![Vec::<Datum>::new()]);
+    }
+
+    #[test]
+    fn no_group_by_over_rows() {
+        let out = run(ROWS, T, &[], vec![count_star(), sum(1)]);
+        assert_rows(&out, "6 15");
+    }
+
+    #[test]
+    fn group_by_over_empty_input_is_empty() {
+        assert!(run("", T, &[0], vec![count_star()]).is_empty());
+    }
+
+    #[test]
+    fn bad_indices_are_internal_errors() {
+        let call = |kind, arg| AggCall {
+            kind,
+            arg,
+            arg_type: Some(Int32),
+            return_type: DataType::Int64,
+            distinct: false,
+        };
+        let err = execute_aggregate(vec![], &[2], &[], 2).unwrap_err();
+        assert_eq!(err.code, "XX000");
+        let err = execute_aggregate(vec![], &[], &[call(AggKind::Sum, Some(2))], 2).unwrap_err();
+        assert_eq!(err.code, "XX000");
+        let err = execute_aggregate(vec![], &[], &[call(AggKind::Sum, None)], 2).unwrap_err();
+        assert_eq!(err.code, "XX000");
+    }
+}

@@ -39,12 +39,24 @@ pub fn execute_join(
     if let Some(c) = condition {
         check_expr("join condition", c, lw + rw)?;
     }
-    let pad_left = matches!(kind, JoinKind::Left | JoinKind::Full);
-    let pad_right = matches!(kind, JoinKind::Right | JoinKind::Full);
-
     // Build on the smaller side (ties: the right, so that a LEFT join keeps
     // its left rows' order).
     let build_is_left = left.len() < right.len();
+    join(left, right, widths, kind, on, condition, build_is_left)
+}
+
+/// The join with the build side chosen by the caller (tests run both).
+fn join(
+    left: Vec<Row>,
+    right: Vec<Row>,
+    (lw, rw): (usize, usize),
+    kind: JoinKind,
+    on: &[(usize, usize)],
+    condition: Option<&Expr>,
+    build_is_left: bool,
+) -> BatchResult<Vec<Row>> {
+    let pad_left = matches!(kind, JoinKind::Left | JoinKind::Full);
+    let pad_right = matches!(kind, JoinKind::Right | JoinKind::Full);
     let (build, probe) = if build_is_left {
         (left, right)
     } else {
@@ -227,5 +239,235 @@ impl Iterator for Candidates<'_> {
                 Some(i)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::execute;
+    use super::super::test_utils::*;
+    use super::*;
+    use crate::common::DataType::{self, Boolean, Int32, Varchar};
+    use crate::planner::logical::LogicalPlan;
+
+    const L: &[DataType] = &[Int32, Varchar];
+    const R: &[DataType] = &[Int32, Boolean];
+
+    /// Left keys 1, 2 (twice), NULL, 4, 5; right keys 1, 2 (twice), NULL, 3, 5.
+    /// Right column 1 is the residual condition in the tests that use one;
+    /// key 5 matches on the key but always fails it.
+    const LEFT: &str = "1 a\n2 b\n2 bb\n. n\n4 d\n5 e";
+    const RIGHT: &str = "1 t\n2 t\n2 f\n. t\n3 t\n5 f";
+
+    /// Run the join with both build sides and check they agree with `expected`.
+    fn check(
+        (left, right): (&str, &str),
+        kind: JoinKind,
+        on: &[(usize, usize)],
+        condition: Option<Expr>,
+        expected: &str,
+    ) {
+        for build_is_left in [false, true] {
+            let out = join(
+                parse_rows(left, L),
+                parse_rows(right, R),
+                (2, 2),
+                kind,
+                on,
+                condition.as_ref(),
+                build_is_left,
+            )
+            .unwrap();
+            assert_rows(&out, expected);
+        }
+    }
+
+    const ON_ID: &[(usize, usize)] = &[(0, 0)];
+
+    fn flag() -> Option<Expr> {
+        Some(col(3, Boolean))
+    }
+
+    #[test]
+    fn inner_null_keys_never_match() {
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Inner,
+            ON_ID,
+            None,
+            "1 a 1 t\n2 b 2 t\n2 b 2 f\n2 bb 2 t\n2 bb 2 f\n5 e 5 f",
+        );
+    }
+
+    #[test]
+    fn left_pads_unmatched_left_rows() {
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Left,
+            ON_ID,
+            None,
+            "1 a 1 t\n2 b 2 t\n2 b 2 f\n2 bb 2 t\n2 bb 2 f\n5 e 5 f\n. n . .\n4 d . .",
+        );
+    }
+
+    #[test]
+    fn right_pads_unmatched_right_rows() {
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Right,
+            ON_ID,
+            None,
+            "1 a 1 t\n2 b 2 t\n2 b 2 f\n2 bb 2 t\n2 bb 2 f\n5 e 5 f\n. . . t\n. . 3 t",
+        );
+    }
+
+    #[test]
+    fn full_pads_both_sides() {
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Full,
+            ON_ID,
+            None,
+            "1 a 1 t\n2 b 2 t\n2 b 2 f\n2 bb 2 t\n2 bb 2 f\n5 e 5 f
+             . n . .\n4 d . .\n. . . t\n. . 3 t",
+        );
+    }
+
+    #[test]
+    fn inner_with_residual_condition() {
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Inner,
+            ON_ID,
+            flag(),
+            "1 a 1 t\n2 b 2 t\n2 bb 2 t",
+        );
+    }
+
+    #[test]
+    fn left_with_residual_pads_rows_whose_matches_all_fail() {
+        // `5 e` matches `5 f` on the key, but the condition rejects the pair.
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Left,
+            ON_ID,
+            flag(),
+            "1 a 1 t\n2 b 2 t\n2 bb 2 t\n. n . .\n4 d . .\n5 e . .",
+        );
+    }
+
+    #[test]
+    fn right_with_residual_pads_rows_whose_matches_all_fail() {
+        // `2 f` matches two left rows on the key; both pairs fail.
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Right,
+            ON_ID,
+            flag(),
+            "1 a 1 t\n2 b 2 t\n2 bb 2 t\n. . . t\n. . 3 t\n. . 2 f\n. . 5 f",
+        );
+    }
+
+    #[test]
+    fn full_with_residual() {
+        check(
+            (LEFT, RIGHT),
+            JoinKind::Full,
+            ON_ID,
+            flag(),
+            "1 a 1 t\n2 b 2 t\n2 bb 2 t\n. n . .\n4 d . .\n5 e . .
+             . . . t\n. . 3 t\n. . 2 f\n. . 5 f",
+        );
+    }
+
+    #[test]
+    fn null_condition_rejects_like_false() {
+        check(("1 a", "1 ."), JoinKind::Left, ON_ID, flag(), "1 a . .");
+    }
+
+    #[test]
+    fn nested_loop_cross_join() {
+        check(
+            ("1 a\n2 b", "7 t\n8 f\n9 ."),
+            JoinKind::Inner,
+            &[],
+            None,
+            "1 a 7 t\n1 a 8 f\n1 a 9 .\n2 b 7 t\n2 b 8 f\n2 b 9 .",
+        );
+    }
+
+    #[test]
+    fn nested_loop_outer_joins_with_condition() {
+        check(
+            ("1 a\n2 b", "7 f\n8 f"),
+            JoinKind::Left,
+            &[],
+            flag(),
+            "1 a . .\n2 b . .",
+        );
+        check(
+            ("1 a", "7 t\n8 f"),
+            JoinKind::Full,
+            &[],
+            flag(),
+            "1 a 7 t\n. . 8 f",
+        );
+    }
+
+    #[test]
+    fn outer_joins_with_an_empty_side() {
+        check(
+            ("1 a\n. b", ""),
+            JoinKind::Left,
+            ON_ID,
+            None,
+            "1 a . .\n. b . .",
+        );
+        check(("", "1 t"), JoinKind::Left, ON_ID, None, "");
+        check(("", "1 t"), JoinKind::Right, ON_ID, None, ". . 1 t");
+        check(("", ""), JoinKind::Full, ON_ID, None, "");
+        check(("1 a", ""), JoinKind::Full, &[], None, "1 a . .");
+    }
+
+    #[test]
+    fn multi_key_join_with_partial_nulls() {
+        // Keys (c0, c1) = (c0, c1) with a varchar/bool mismatch avoided by
+        // joining a relation with itself.
+        let src = MockSource::new().with_table("t", &[Int32, Int32], "1 1\n1 .\n. 1\n1 2");
+        let plan = LogicalPlan::Join {
+            left: Box::new(src.scan_plan("t")),
+            right: Box::new(src.scan_plan("t")),
+            kind: JoinKind::Inner,
+            on: vec![(0, 0), (1, 1)],
+            condition: None,
+        };
+        assert_rows(&execute(&plan, &src).unwrap(), "1 1 1 1\n1 2 1 2");
+    }
+
+    #[test]
+    fn output_follows_probe_order_with_matches_in_build_order() {
+        // Left is larger, so right is the build side: left order is kept,
+        // and each left row's matches come in right input order.
+        let out = execute_join(
+            parse_rows("2 x\n1 y\n2 z\n3 w", L),
+            parse_rows("2 t\n2 f\n1 t", R),
+            (2, 2),
+            JoinKind::Left,
+            ON_ID,
+            None,
+        )
+        .unwrap();
+        assert_rows_ordered(&out, "2 x 2 t\n2 x 2 f\n1 y 1 t\n2 z 2 t\n2 z 2 f\n3 w . .");
+    }
+
+    #[test]
+    fn bad_key_index_is_internal_error() {
+        let err =
+            execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[(0, 2)], None).unwrap_err();
+        assert_eq!(err.code, "XX000");
+        let cond = col(4, Boolean);
+        let err =
+            execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[], Some(&cond)).unwrap_err();
+        assert_eq!(err.code, "XX000");
     }
 }

@@ -83,3 +83,109 @@ fn compare_datum(a: &Datum, b: &Datum, desc: bool, nulls_first: bool) -> Orderin
         (Some(x), Some(y)) => x.cmp(y),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::*;
+    use super::*;
+    use crate::common::DataType::{self, Int32, Varchar};
+
+    const T: &[DataType] = &[Int32, Varchar];
+    const ROWS: &str = "3 a\n. b\n1 c\n3 d\n. e\n2 f";
+
+    fn key(index: usize, desc: bool, nulls_first: bool) -> OrderKey {
+        OrderKey {
+            index,
+            desc,
+            nulls_first,
+        }
+    }
+
+    /// PostgreSQL's default NULL placement for the direction.
+    fn asc(index: usize) -> OrderKey {
+        key(index, false, false)
+    }
+
+    fn desc(index: usize) -> OrderKey {
+        key(index, true, true)
+    }
+
+    fn run(order: &[OrderKey], limit: Option<u64>, offset: u64) -> Vec<Row> {
+        execute_top_n(parse_rows(ROWS, T), order, limit, offset, 2).unwrap()
+    }
+
+    #[test]
+    fn asc_nulls_last_and_stable() {
+        assert_rows_ordered(&run(&[asc(0)], None, 0), "1 c\n2 f\n3 a\n3 d\n. b\n. e");
+    }
+
+    #[test]
+    fn desc_nulls_first_and_stable() {
+        assert_rows_ordered(&run(&[desc(0)], None, 0), ". b\n. e\n3 a\n3 d\n2 f\n1 c");
+    }
+
+    #[test]
+    fn explicit_null_placement() {
+        let asc_first = key(0, false, true);
+        assert_rows_ordered(&run(&[asc_first], None, 0), ". b\n. e\n1 c\n2 f\n3 a\n3 d");
+        let desc_last = key(0, true, false);
+        assert_rows_ordered(&run(&[desc_last], None, 0), "3 a\n3 d\n2 f\n1 c\n. b\n. e");
+    }
+
+    #[test]
+    fn second_key_breaks_ties() {
+        let out = run(&[desc(0), key(1, true, true)], None, 0);
+        assert_rows_ordered(&out, ". e\n. b\n3 d\n3 a\n2 f\n1 c");
+    }
+
+    #[test]
+    fn limit_and_offset() {
+        assert_rows_ordered(&run(&[asc(0)], Some(2), 0), "1 c\n2 f");
+        assert_rows_ordered(&run(&[asc(0)], Some(2), 1), "2 f\n3 a");
+        assert_rows_ordered(&run(&[asc(0)], None, 4), ". b\n. e");
+        assert_rows_ordered(&run(&[asc(0)], Some(100), 5), ". e");
+        assert!(run(&[asc(0)], Some(0), 0).is_empty());
+        assert!(run(&[asc(0)], None, 6).is_empty());
+        assert!(run(&[asc(0)], Some(u64::MAX), u64::MAX).is_empty());
+        assert_eq!(run(&[asc(0)], Some(u64::MAX), 0).len(), 6);
+    }
+
+    #[test]
+    fn limit_without_order_keeps_input_order() {
+        assert_rows_ordered(&run(&[], Some(2), 1), ". b\n1 c");
+    }
+
+    #[test]
+    fn small_limit_selection_matches_full_sort() {
+        // Many ties and NULLs, so stability is exercised on the selection path.
+        let rows: Vec<Row> = (0..500i32)
+            .map(|i| {
+                let k = (i.wrapping_mul(7919) % 13 != 0).then(|| (i * 31 % 17).into());
+                vec![
+                    k.map(crate::common::ScalarValue::Int32),
+                    Some(crate::common::ScalarValue::Int32(i)),
+                ]
+            })
+            .collect();
+        for order in [vec![asc(0)], vec![desc(0)], vec![key(0, false, true)]] {
+            let mut full = rows.clone();
+            full.sort_by(|a, b| compare(&order, a, b));
+            for (limit, offset) in [(1, 0), (5, 0), (10, 3), (100, 20), (249, 0)] {
+                let out = execute_top_n(rows.clone(), &order, Some(limit), offset, 2).unwrap();
+                let want: Vec<Row> = full
+                    .iter()
+                    .skip(offset as usize)
+                    .take(limit as usize)
+                    .cloned()
+                    .collect();
+                assert_eq!(out, want, "order {order:?} limit {limit} offset {offset}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_order_index_is_internal_error() {
+        let err = execute_top_n(vec![], &[asc(2)], None, 0, 2).unwrap_err();
+        assert_eq!(err.code, "XX000");
+    }
+}
