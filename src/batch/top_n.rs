@@ -160,7 +160,7 @@ mod tests {
         // Many ties and NULLs, so stability is exercised on the selection path.
         let rows: Vec<Row> = (0..500i32)
             .map(|i| {
-                let k = (i.wrapping_mul(7919) % 13 != 0).then(|| (i * 31 % 17).into());
+                let k = (i.wrapping_mul(7919) % 13 != 0).then_some(i * 31 % 17);
                 vec![
                     k.map(crate::common::ScalarValue::Int32),
                     Some(crate::common::ScalarValue::Int32(i)),

@@ -131,7 +131,11 @@ impl StreamChunk {
                     }
                 })
                 .collect();
-            assert_eq!(row.len(), types.len(), "wrong arity in fixture line {line:?}");
+            assert_eq!(
+                row.len(),
+                types.len(),
+                "wrong arity in fixture line {line:?}"
+            );
             chunk.push(op, row);
         }
         chunk
