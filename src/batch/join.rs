@@ -154,7 +154,7 @@ impl Joiner<'_> {
         let mut key = Vec::with_capacity(self.probe.keys.len());
 
         for probe_row in probe {
-            let mut candidates = match &table {
+            let candidates = match &table {
                 None => Candidates::All(0..build.len()),
                 Some(t) if fill_key(&mut key, &probe_row, &self.probe.keys) => Candidates::Chain {
                     next: &t.next,
@@ -163,18 +163,39 @@ impl Joiner<'_> {
                 Some(_) => Candidates::All(0..0),
             };
             let mut probe_matched = false;
-            for b in &mut candidates {
-                self.concat(&mut joined, &probe_row, &build[b]);
-                if let Some(c) = self.condition {
-                    if !c.eval_predicate(&joined)? {
+            match self.condition {
+                Some(c) => {
+                    for b in candidates {
+                        self.concat(&mut joined, &probe_row, &build[b]);
+                        if !c.eval_predicate(&joined)? {
+                            continue;
+                        }
+                        probe_matched = true;
+                        if self.build.pad {
+                            build_matched[b] = true;
+                        }
+                        out.push(std::mem::replace(&mut joined, Vec::with_capacity(width)));
+                    }
+                }
+                None => {
+                    // Every candidate joins. Each output row but the last
+                    // copies the probe row; the last takes it over (most
+                    // probe rows of a key/foreign-key join have one match).
+                    let mut pending = None;
+                    for b in candidates {
+                        if self.build.pad {
+                            build_matched[b] = true;
+                        }
+                        if let Some(prev) = pending.replace(b) {
+                            self.concat(&mut joined, &probe_row, &build[prev]);
+                            out.push(std::mem::replace(&mut joined, Vec::with_capacity(width)));
+                        }
+                    }
+                    if let Some(last) = pending {
+                        out.push(self.concat_owned(probe_row, &build[last], width));
                         continue;
                     }
                 }
-                probe_matched = true;
-                if self.build.pad {
-                    build_matched[b] = true;
-                }
-                out.push(std::mem::replace(&mut joined, Vec::with_capacity(width)));
             }
             if !probe_matched && self.probe.pad {
                 out.push(self.pad(probe_row, self.build.width, !self.build_is_left));
@@ -201,6 +222,20 @@ impl Joiner<'_> {
         joined.clear();
         joined.extend_from_slice(l);
         joined.extend_from_slice(r);
+    }
+
+    /// The output row of `probe_row` and `build_row`, reusing the probe row.
+    fn concat_owned(&self, mut probe_row: Row, build_row: &Row, width: usize) -> Row {
+        if self.build_is_left {
+            let mut joined = Vec::with_capacity(width);
+            joined.extend_from_slice(build_row);
+            joined.append(&mut probe_row);
+            joined
+        } else {
+            probe_row.reserve_exact(build_row.len());
+            probe_row.extend_from_slice(build_row);
+            probe_row
+        }
     }
 
     /// `row` with `other_width` NULLs on the other side.

@@ -29,6 +29,8 @@ mod relational;
 mod top_n;
 
 #[cfg(test)]
+mod perf_tests;
+#[cfg(test)]
 mod test_utils;
 
 use crate::common::Row;

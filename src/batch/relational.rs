@@ -77,13 +77,22 @@ pub fn execute_filter(rows: Vec<Row>, predicate: &Expr, width: usize) -> BatchRe
         let keep = predicate.eval_predicate(&Vec::new())?;
         return Ok(if keep { rows } else { Vec::new() });
     }
-    let mut out = Vec::with_capacity(rows.len() / 2);
-    for row in rows {
-        if predicate.eval_predicate(&row)? {
-            out.push(row);
+    // In place: kept rows move down, no second vector.
+    let mut rows = rows;
+    let mut error = None;
+    rows.retain(|row| {
+        if error.is_some() {
+            return false;
         }
+        predicate.eval_predicate(row).unwrap_or_else(|e| {
+            error = Some(e);
+            false
+        })
+    });
+    match error {
+        Some(e) => Err(e.into()),
+        None => Ok(rows),
     }
-    Ok(out)
 }
 
 #[cfg(test)]
