@@ -28,12 +28,12 @@ fn source() -> MockSource {
             Some(ScalarValue::Boolean(i % 3 == 0)),
         ]
     };
-    src.tables
-        .get_mut("big")
-        .map(|t| t.1 = (0..N).map(|i| row(i, 100_000)).collect());
-    src.tables
-        .get_mut("dim")
-        .map(|t| t.1 = (0..N / 10).map(|i| row(i, 7)).collect());
+    if let Some(t) = src.tables.get_mut("big") {
+        t.1 = (0..N).map(|i| row(i, 100_000)).collect();
+    }
+    if let Some(t) = src.tables.get_mut("dim") {
+        t.1 = (0..N / 10).map(|i| row(i, 7)).collect();
+    }
     src
 }
 

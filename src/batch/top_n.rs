@@ -9,7 +9,8 @@
 use std::cmp::Ordering;
 
 use super::{check_indices, BatchResult};
-use crate::common::{Datum, Row};
+use crate::common::encoding::encode_datum_ordered;
+use crate::common::{Datum, Row, ScalarValue};
 use crate::planner::logical::OrderKey;
 
 /// Sort `rows` (of `width` columns) by `order`, then skip `offset` rows and
@@ -32,17 +33,110 @@ pub fn execute_top_n(
         return Ok(Vec::new());
     }
     if !order.is_empty() {
-        if needed < rows.len() / 2 {
-            rows = smallest(rows, order, needed);
-        } else {
-            rows.sort_by(|a, b| compare(order, a, b));
-        }
+        rows = sort_prefix(rows, order, needed);
     }
     rows.truncate(needed);
     if offset > 0 {
         rows.drain(..offset);
     }
     Ok(rows)
+}
+
+/// The rows in sorted order, at least the first `needed` of them (all when
+/// `needed` is at least the row count).
+///
+/// Sorting compares memcomparable keys encoded once per row where the key
+/// types allow it, which is several times cheaper than comparing datums on
+/// every step; other key types go through [`compare`]. Either way a partial
+/// selection replaces the full sort when few rows are needed.
+fn sort_prefix(rows: Vec<Row>, order: &[OrderKey], needed: usize) -> Vec<Row> {
+    match EncodedKeys::encode(&rows, order) {
+        Some(keys) => keys.sort(rows, needed),
+        None => sort_by_compare(rows, order, needed),
+    }
+}
+
+/// The order keys of every row, encoded so that byte order is row order.
+struct EncodedKeys {
+    /// The keys of all rows, back to back.
+    arena: Vec<u8>,
+    /// `arena[ends[i - 1]..ends[i]]` is the key of row `i`.
+    ends: Vec<usize>,
+}
+
+impl EncodedKeys {
+    /// `None` if some key value has no encoding whose byte order agrees
+    /// exactly with its `Ord` (then ties would not stay in input order).
+    fn encode(rows: &[Row], order: &[OrderKey]) -> Option<Self> {
+        let mut arena = Vec::with_capacity(rows.len() * 10 * order.len());
+        let mut ends = Vec::with_capacity(rows.len());
+        for row in rows {
+            for key in order {
+                if !encode_key(&mut arena, &row[key.index], key) {
+                    return None;
+                }
+            }
+            ends.push(arena.len());
+        }
+        Some(EncodedKeys { arena, ends })
+    }
+
+    fn sort(&self, mut rows: Vec<Row>, needed: usize) -> Vec<Row> {
+        debug_assert_eq!(rows.len(), self.ends.len());
+        // (key, input position): the position breaks ties, so unstable
+        // algorithms give the stable order.
+        let mut keyed: Vec<(&[u8], usize)> = Vec::with_capacity(rows.len());
+        let mut start = 0;
+        for (i, &end) in self.ends.iter().enumerate() {
+            keyed.push((&self.arena[start..end], i));
+            start = end;
+        }
+        if needed < keyed.len() / 2 {
+            keyed.select_nth_unstable(needed - 1);
+            keyed.truncate(needed);
+        }
+        keyed.sort_unstable();
+        keyed
+            .into_iter()
+            .map(|(_, i)| std::mem::take(&mut rows[i]))
+            .collect()
+    }
+}
+
+/// Append the encoding of one key value; false if it has none (see
+/// [`EncodedKeys::encode`]).
+///
+/// The memcomparable value encoding orders values (flipped for DESC); the
+/// tag byte in front of it is ours, so that NULLs go first or last as the
+/// key says, independently of the direction.
+fn encode_key(buf: &mut Vec<u8>, datum: &Datum, key: &OrderKey) -> bool {
+    let (null_tag, value_tag) = if key.nulls_first { (0, 1) } else { (1, 0) };
+    match datum {
+        None => buf.push(null_tag),
+        // Their encodings keep the representation after the value (the
+        // decimal's scale, the interval's parts), so equal values differ.
+        Some(ScalarValue::Decimal(_)) | Some(ScalarValue::Interval(_)) => return false,
+        // Encoded in microseconds: finer timestamps would collide.
+        Some(ScalarValue::Timestamp(t)) if t.and_utc().timestamp_subsec_nanos() % 1000 != 0 => {
+            return false
+        }
+        Some(_) => {
+            let start = buf.len();
+            encode_datum_ordered(buf, datum, key.desc);
+            buf[start] = value_tag;
+        }
+    }
+    true
+}
+
+/// The fallback of [`sort_prefix`] comparing datums.
+fn sort_by_compare(mut rows: Vec<Row>, order: &[OrderKey], needed: usize) -> Vec<Row> {
+    if needed < rows.len() / 2 {
+        smallest(rows, order, needed)
+    } else {
+        rows.sort_by(|a, b| compare(order, a, b));
+        rows
+    }
 }
 
 /// The first `k` rows in sorted order, in O(n + k log k) instead of a full
@@ -155,32 +249,71 @@ mod tests {
         assert_rows_ordered(&run(&[], Some(2), 1), ". b\n1 c");
     }
 
-    #[test]
-    fn small_limit_selection_matches_full_sort() {
-        // Many ties and NULLs, so stability is exercised on the selection path.
-        let rows: Vec<Row> = (0..500i32)
+    /// Rows with many ties, NULLs, NaN and signed zeros in every column.
+    fn tricky_rows() -> Vec<Row> {
+        use crate::common::ScalarValue as V;
+        (0..600i32)
             .map(|i| {
-                let k = (i.wrapping_mul(7919) % 13 != 0).then_some(i * 31 % 17);
-                vec![
-                    k.map(crate::common::ScalarValue::Int32),
-                    Some(crate::common::ScalarValue::Int32(i)),
-                ]
+                let h = i.wrapping_mul(7919);
+                let int = (h % 13 != 0).then_some(V::Int32(h % 17));
+                let float = match h % 7 {
+                    0 => None,
+                    1 => Some(V::float64(f64::NAN)),
+                    2 => Some(V::float64(-0.0)),
+                    3 => Some(V::float64(0.0)),
+                    4 => Some(V::float64(-1.5)),
+                    _ => Some(V::float64((h % 5) as f64)),
+                };
+                let text = (h % 11 != 0)
+                    .then(|| V::varchar(["", "a", "ab", "b", "abcdefghij"][(h % 5) as usize]));
+                let dec = (h % 3 != 0).then(|| {
+                    V::Decimal(rust_decimal::Decimal::new(
+                        (h % 4) as i64 * 10,
+                        (h % 2) as u32,
+                    ))
+                });
+                vec![int, float, text, dec, Some(V::Int32(i))]
             })
-            .collect();
-        for order in [vec![asc(0)], vec![desc(0)], vec![key(0, false, true)]] {
+            .collect()
+    }
+
+    #[test]
+    fn both_sort_paths_match_a_stable_full_sort() {
+        let rows = tricky_rows();
+        let orders = [
+            vec![asc(0)],
+            vec![desc(0)],
+            vec![key(0, false, true), key(1, true, false)],
+            vec![asc(1)],
+            vec![desc(1), asc(2)],
+            vec![key(2, true, false), key(0, false, true)],
+            vec![asc(3)], // decimals: the comparing path
+            vec![desc(2), desc(3)],
+        ];
+        for order in &orders {
             let mut full = rows.clone();
-            full.sort_by(|a, b| compare(&order, a, b));
-            for (limit, offset) in [(1, 0), (5, 0), (10, 3), (100, 20), (249, 0)] {
-                let out = execute_top_n(rows.clone(), &order, Some(limit), offset, 2).unwrap();
-                let want: Vec<Row> = full
-                    .iter()
-                    .skip(offset as usize)
-                    .take(limit as usize)
-                    .cloned()
-                    .collect();
-                assert_eq!(out, want, "order {order:?} limit {limit} offset {offset}");
+            full.sort_by(|a, b| compare(order, a, b));
+            let encoded = EncodedKeys::encode(&rows, order);
+            assert_eq!(encoded.is_none(), order.iter().any(|k| k.index == 3));
+            for needed in [1, 5, 17, 100, 299, 300, 600] {
+                let want = &full[..needed];
+                let by_compare = sort_by_compare(rows.clone(), order, needed);
+                assert_eq!(&by_compare[..needed], want, "compare {order:?} {needed}");
+                if let Some(keys) = &encoded {
+                    let by_keys = keys.sort(rows.clone(), needed);
+                    assert_eq!(&by_keys[..needed], want, "encoded {order:?} {needed}");
+                }
             }
         }
+    }
+
+    #[test]
+    fn equal_decimals_of_different_scale_stay_in_input_order() {
+        let rows = parse_rows("1.00 a\n0.5 b\n1.0 c\n1 d", &[DataType::Decimal, Varchar]);
+        let out = execute_top_n(rows.clone(), &[asc(0)], None, 0, 2).unwrap();
+        assert_rows_ordered(&out, "0.5 b\n1.00 a\n1.0 c\n1 d");
+        let out = execute_top_n(rows, &[desc(0)], Some(2), 0, 2).unwrap();
+        assert_rows_ordered(&out, "1.00 a\n1.0 c");
     }
 
     #[test]
