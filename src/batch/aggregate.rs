@@ -65,39 +65,122 @@ fn aggregate_with(
         return Ok(vec![output(Vec::with_capacity(accs.len()), &accs)?]);
     }
 
-    // `index[key]` is the group's number; its accumulators are
-    // `accs[n * aggs.len()..(n + 1) * aggs.len()]` (one allocation for all
-    // groups instead of one per group).
-    let mut index: FastMap<Vec<Datum>, usize> = FastMap::default();
-    let mut accs: Vec<Box<dyn Accumulator>> = Vec::new();
-    let n_aggs = prototypes.len();
-    let mut key: Vec<Datum> = Vec::with_capacity(group_by.len());
-    for row in rows {
-        key.clear();
-        key.extend(group_by.iter().map(|&i| row[i].clone()));
-        // Look up by slice so that only a new group allocates its key.
-        let group = match index.get(key.as_slice()) {
-            Some(&g) => g,
-            None => {
-                let g = index.len();
-                index.insert(key.clone(), g);
-                accs.extend(fresh(prototypes));
-                g
-            }
-        };
-        update(&mut accs[group * n_aggs..(group + 1) * n_aggs], args, &row)?;
+    match group_by {
+        &[col] => {
+            let index = SingleKey {
+                col,
+                map: FastMap::default(),
+            };
+            group(rows, index, args, prototypes)
+        }
+        cols => {
+            let index = MultiKey {
+                cols,
+                map: FastMap::default(),
+                buf: Vec::with_capacity(cols.len()),
+            };
+            group(rows, index, args, prototypes)
+        }
     }
+}
 
-    let mut keys: Vec<Row> = vec![Vec::new(); index.len()];
-    for (k, g) in index {
-        keys[g] = k;
+fn group(
+    rows: Vec<Row>,
+    mut index: impl GroupIndex,
+    args: &[Option<usize>],
+    prototypes: &[Box<dyn Accumulator>],
+) -> BatchResult<Vec<Row>> {
+    // Group `g`'s accumulators are `accs[g * n_aggs..(g + 1) * n_aggs]`:
+    // one allocation for all groups instead of one per group.
+    let n_aggs = prototypes.len();
+    let mut accs: Vec<Box<dyn Accumulator>> = Vec::new();
+    let mut n_groups = 0;
+    for row in rows {
+        let g = index.group_of(&row);
+        if g == n_groups {
+            accs.extend(fresh(prototypes));
+            n_groups += 1;
+        }
+        update(&mut accs[g * n_aggs..(g + 1) * n_aggs], args, &row)?;
     }
-    let mut out = Vec::with_capacity(keys.len());
-    for (g, mut key) in keys.into_iter().enumerate() {
-        key.reserve(n_aggs);
+    let mut out = Vec::with_capacity(n_groups);
+    for (g, key) in index.into_keys(n_aggs).into_iter().enumerate() {
         out.push(output(key, &accs[g * n_aggs..(g + 1) * n_aggs])?);
     }
     Ok(out)
+}
+
+/// Numbers groups by key, in order of first appearance.
+trait GroupIndex {
+    /// The group of `row`: a new one, numbered with the count of groups so
+    /// far, if its key was not seen before.
+    fn group_of(&mut self, row: &Row) -> usize;
+    /// Every group's key, in group order, each with room for `extra` more
+    /// values.
+    fn into_keys(self, extra: usize) -> Vec<Row>;
+}
+
+/// One group-by column (the common case): keyed by the value itself, looked
+/// up by reference, so only a new group clones its key.
+struct SingleKey {
+    col: usize,
+    map: FastMap<Datum, usize>,
+}
+
+impl GroupIndex for SingleKey {
+    fn group_of(&mut self, row: &Row) -> usize {
+        let key = &row[self.col];
+        match self.map.get(key) {
+            Some(&g) => g,
+            None => {
+                let g = self.map.len();
+                self.map.insert(key.clone(), g);
+                g
+            }
+        }
+    }
+
+    fn into_keys(self, extra: usize) -> Vec<Row> {
+        let mut keys = vec![Vec::new(); self.map.len()];
+        for (k, g) in self.map {
+            let mut key = Vec::with_capacity(1 + extra);
+            key.push(k);
+            keys[g] = key;
+        }
+        keys
+    }
+}
+
+struct MultiKey<'a> {
+    cols: &'a [usize],
+    map: FastMap<Vec<Datum>, usize>,
+    /// The current row's key, to look up by slice so that only a new group
+    /// allocates its key.
+    buf: Vec<Datum>,
+}
+
+impl GroupIndex for MultiKey<'_> {
+    fn group_of(&mut self, row: &Row) -> usize {
+        self.buf.clear();
+        self.buf.extend(self.cols.iter().map(|&i| row[i].clone()));
+        match self.map.get(self.buf.as_slice()) {
+            Some(&g) => g,
+            None => {
+                let g = self.map.len();
+                self.map.insert(self.buf.clone(), g);
+                g
+            }
+        }
+    }
+
+    fn into_keys(self, extra: usize) -> Vec<Row> {
+        let mut keys = vec![Vec::new(); self.map.len()];
+        for (mut k, g) in self.map {
+            k.reserve_exact(extra);
+            keys[g] = k;
+        }
+        keys
+    }
 }
 
 fn fresh(prototypes: &[Box<dyn Accumulator>]) -> Vec<Box<dyn Accumulator>> {

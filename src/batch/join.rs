@@ -17,7 +17,7 @@
 
 use super::hash::FastMap;
 use super::{check_expr, check_indices, BatchResult};
-use crate::common::{Datum, Row};
+use crate::common::{Datum, Row, ScalarValue};
 use crate::expr::Expr;
 use crate::planner::logical::JoinKind;
 
@@ -99,34 +99,78 @@ struct Joiner<'a> {
     condition: Option<&'a Expr>,
 }
 
-/// Build rows grouped by key: `head[key]` is the first row with that key,
-/// `next[i]` the row after row `i` with the same key, in input order.
+/// Build rows grouped by key: `heads` maps a key to the first row with that
+/// key, `next[i]` is the row after row `i` with the same key, in input order.
 struct HashTable {
-    head: FastMap<Vec<Datum>, usize>,
+    heads: Heads,
     next: Vec<usize>,
+}
+
+/// The key → first row map. A single key column (the common case) is keyed
+/// by the value itself: no allocation per key, no pointer to chase when
+/// comparing keys, and probes borrow the value from the probe row.
+enum Heads {
+    Single(FastMap<ScalarValue, usize>),
+    Multi(FastMap<Vec<Datum>, usize>),
 }
 
 impl HashTable {
     fn build(rows: &[Row], keys: &[usize]) -> Self {
-        let mut head: FastMap<Vec<Datum>, usize> = FastMap::default();
         let mut next = vec![NONE; rows.len()];
-        let mut key = Vec::with_capacity(keys.len());
-        // Prepending while walking backwards leaves each chain in input order.
-        for (i, row) in rows.iter().enumerate().rev() {
-            if !fill_key(&mut key, row, keys) {
-                continue; // a NULL key matches nothing
-            }
-            match head.get_mut(key.as_slice()) {
-                Some(h) => {
-                    next[i] = *h;
-                    *h = i;
+        // Prepending while walking backwards leaves each chain in input
+        // order. Rows with a NULL key are left out: they match nothing.
+        let mut prepend = |head: &mut usize, i: usize| {
+            next[i] = *head;
+            *head = i;
+        };
+        let heads = match keys {
+            &[col] => {
+                let mut map: FastMap<ScalarValue, usize> = FastMap::default();
+                for (i, row) in rows.iter().enumerate().rev() {
+                    if let Some(v) = &row[col] {
+                        match map.get_mut(v) {
+                            Some(head) => prepend(head, i),
+                            None => {
+                                map.insert(v.clone(), i);
+                            }
+                        }
+                    }
                 }
-                None => {
-                    head.insert(key.clone(), i);
+                Heads::Single(map)
+            }
+            _ => {
+                let mut map: FastMap<Vec<Datum>, usize> = FastMap::default();
+                let mut key = Vec::with_capacity(keys.len());
+                for (i, row) in rows.iter().enumerate().rev() {
+                    if fill_key(&mut key, row, keys) {
+                        match map.get_mut(key.as_slice()) {
+                            Some(head) => prepend(head, i),
+                            None => {
+                                map.insert(key.clone(), i);
+                            }
+                        }
+                    }
+                }
+                Heads::Multi(map)
+            }
+        };
+        HashTable { heads, next }
+    }
+
+    /// The first build row `row` joins with on the keys, or [`NONE`].
+    /// `buf` is scratch space for multi-column keys.
+    fn first_match(&self, row: &Row, keys: &[usize], buf: &mut Vec<Datum>) -> usize {
+        let head = match &self.heads {
+            Heads::Single(map) => row[keys[0]].as_ref().and_then(|v| map.get(v)),
+            Heads::Multi(map) => {
+                if fill_key(buf, row, keys) {
+                    map.get(buf.as_slice())
+                } else {
+                    None
                 }
             }
-        }
-        HashTable { head, next }
+        };
+        head.copied().unwrap_or(NONE)
     }
 }
 
@@ -156,11 +200,10 @@ impl Joiner<'_> {
         for probe_row in probe {
             let candidates = match &table {
                 None => Candidates::All(0..build.len()),
-                Some(t) if fill_key(&mut key, &probe_row, &self.probe.keys) => Candidates::Chain {
+                Some(t) => Candidates::Chain {
                     next: &t.next,
-                    cur: t.head.get(key.as_slice()).copied().unwrap_or(NONE),
+                    cur: t.first_match(&probe_row, &self.probe.keys, &mut key),
                 },
-                Some(_) => Candidates::All(0..0),
             };
             let mut probe_matched = false;
             match self.condition {
