@@ -7,8 +7,21 @@
 //! `2024-01-02 03:04:05.123456`, intervals in `postgres` IntervalStyle like
 //! `1 year 2 mons 3 days 04:05:06`). `parse_datum` accepts what PostgreSQL's
 //! input functions accept for these types.
+//!
+//! Known differences from PostgreSQL (the value model cannot hold them):
+//! numeric `NaN`/`Infinity` and date/timestamp `infinity` are rejected;
+//! numeric keeps at most 28 fractional digits and 28-29 significant digits
+//! (rust_decimal), longer inputs are rounded or rejected as out of range.
+
+mod datetime;
+mod interval;
+
+use rust_decimal::Decimal;
 
 use super::types::{DataType, ScalarValue};
+
+pub use datetime::{format_date, format_timestamp};
+pub use interval::format_interval;
 
 /// Error parsing a value from text; always SQLSTATE class 22.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -20,45 +33,317 @@ pub struct ParseError {
     pub message: String,
 }
 
+impl ParseError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        ParseError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `invalid input syntax for type <ty>: "<s>"`; 22007 for datetime types.
+    pub fn invalid(ty: DataType, s: &str) -> Self {
+        let code = match ty {
+            DataType::Date | DataType::Timestamp | DataType::Interval => "22007",
+            _ => "22P02",
+        };
+        let name = match ty {
+            DataType::Timestamp => "timestamp",
+            other => other.pg_name(),
+        };
+        ParseError::new(
+            code,
+            format!("invalid input syntax for type {}: \"{}\"", name, s),
+        )
+    }
+}
+
 pub fn format_datum(v: &ScalarValue) -> String {
     match v {
         ScalarValue::Int16(x) => x.to_string(),
         ScalarValue::Int32(x) => x.to_string(),
         ScalarValue::Int64(x) => x.to_string(),
-        ScalarValue::Float32(x) => (x.0 as f32).to_string(),
-        ScalarValue::Float64(x) => x.0.to_string(),
-        ScalarValue::Decimal(x) => x.to_string(),
+        ScalarValue::Float32(x) => format_float(x.0, true),
+        ScalarValue::Float64(x) => format_float(x.0, false),
+        ScalarValue::Decimal(x) => format_decimal(x),
         ScalarValue::Varchar(s) => s.to_string(),
         ScalarValue::Boolean(b) => if *b { "t" } else { "f" }.to_string(),
-        ScalarValue::Date(d) => d.to_string(),
-        ScalarValue::Timestamp(t) => t.to_string(),
-        ScalarValue::Interval(i) => format!("{} mons {} days {} us", i.months, i.days, i.micros),
+        ScalarValue::Date(d) => format_date(d),
+        ScalarValue::Timestamp(t) => format_timestamp(t),
+        ScalarValue::Interval(i) => format_interval(i),
     }
 }
 
-pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
-    let bad = || ParseError {
-        code: "22P02",
-        message: format!("invalid input syntax for type {}: \"{}\"", ty.pg_name(), s),
+/// A numeric with its scale kept; never prints `-0`.
+pub fn format_decimal(x: &Decimal) -> String {
+    let mut x = *x;
+    if x.is_zero() {
+        x.set_sign_positive(true);
+    }
+    x.to_string()
+}
+
+/// PostgreSQL's `float8out`/`float4out` with `extra_float_digits = 1`: the
+/// shortest digits that round-trip, in fixed notation when the decimal
+/// exponent is in `-4..15` (`-4..6` for real) and `1.5e+20` style otherwise.
+pub fn format_float(v: f64, single: bool) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    // Rust's `{:e}` prints the shortest round-trip digits for the type.
+    let sci = if single {
+        format!("{:e}", v as f32)
+    } else {
+        format!("{:e}", v)
     };
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (neg, mant) = match mant.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mant),
+    };
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    let limit = if single { 6 } else { 15 };
+    if exp < -4 || exp >= limit {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exp.abs()));
+    } else if exp >= 0 {
+        let int_len = exp as usize + 1;
+        if digits.len() <= int_len {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', int_len - digits.len()));
+        } else {
+            out.push_str(&digits[..int_len]);
+            out.push('.');
+            out.push_str(&digits[int_len..]);
+        }
+    } else {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+        out.push_str(&digits);
+    }
+    out
+}
+
+pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
     Ok(match ty {
-        DataType::Int16 => ScalarValue::Int16(s.trim().parse().map_err(|_| bad())?),
-        DataType::Int32 => ScalarValue::Int32(s.trim().parse().map_err(|_| bad())?),
-        DataType::Int64 => ScalarValue::Int64(s.trim().parse().map_err(|_| bad())?),
-        DataType::Float32 => ScalarValue::float32(s.trim().parse().map_err(|_| bad())?),
-        DataType::Float64 => ScalarValue::float64(s.trim().parse().map_err(|_| bad())?),
-        DataType::Decimal => ScalarValue::Decimal(s.trim().parse().map_err(|_| bad())?),
+        DataType::Int16 => ScalarValue::Int16(parse_int(ty, s)?),
+        DataType::Int32 => ScalarValue::Int32(parse_int(ty, s)?),
+        DataType::Int64 => ScalarValue::Int64(parse_int(ty, s)?),
+        DataType::Float32 => ScalarValue::Float32(super::F64(parse_float(ty, s)?)),
+        DataType::Float64 => ScalarValue::float64(parse_float(ty, s)?),
+        DataType::Decimal => ScalarValue::Decimal(parse_decimal(s)?),
         DataType::Varchar => ScalarValue::varchar(s),
-        DataType::Boolean => match s.trim().to_ascii_lowercase().as_str() {
-            "t" | "true" | "yes" | "on" | "1" => ScalarValue::Boolean(true),
-            "f" | "false" | "no" | "off" | "0" => ScalarValue::Boolean(false),
-            _ => return Err(bad()),
-        },
-        DataType::Date => ScalarValue::Date(s.trim().parse().map_err(|_| bad())?),
-        DataType::Timestamp => ScalarValue::Timestamp(
-            chrono::NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%d %H:%M:%S%.f")
-                .map_err(|_| bad())?,
-        ),
-        DataType::Interval => return Err(bad()),
+        DataType::Boolean => ScalarValue::Boolean(parse_bool(s)?),
+        DataType::Date => ScalarValue::Date(datetime::parse_date(s)?),
+        DataType::Timestamp => ScalarValue::Timestamp(datetime::parse_timestamp(s)?),
+        DataType::Interval => ScalarValue::Interval(interval::parse_interval(s)?),
     })
 }
+
+/// PostgreSQL's `isspace`-trimming of input values.
+fn pg_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'))
+}
+
+fn parse_int<T: std::str::FromStr>(ty: DataType, s: &str) -> Result<T, ParseError> {
+    let t = pg_trim(s);
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ParseError::invalid(ty, s));
+    }
+    t.parse().map_err(|_| {
+        ParseError::new(
+            "22003",
+            format!("value \"{}\" is out of range for type {}", s, ty.pg_name()),
+        )
+    })
+}
+
+fn parse_float(ty: DataType, s: &str) -> Result<f64, ParseError> {
+    let t = pg_trim(s);
+    let lower = t.to_ascii_lowercase();
+    let unsigned = lower.strip_prefix(['+', '-']).unwrap_or(&lower);
+    let negative = lower.starts_with('-');
+    match unsigned {
+        "nan" => return Ok(f64::NAN),
+        "inf" | "infinity" => {
+            return Ok(if negative {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            })
+        }
+        _ => {}
+    }
+    // Validate the syntax ourselves: Rust's parser is more permissive.
+    let (mant, exp) = match unsigned.split_once('e') {
+        Some((m, e)) => (m, Some(e)),
+        None => (unsigned, None),
+    };
+    let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
+    let all_digits = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
+    let mant_ok = all_digits(ip) && all_digits(fp) && !(ip.is_empty() && fp.is_empty());
+    let exp_ok = exp.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && all_digits(e)
+    });
+    if !mant_ok || !exp_ok {
+        return Err(ParseError::invalid(ty, s));
+    }
+    let out_of_range = || {
+        ParseError::new(
+            "22003",
+            format!("\"{}\" is out of range for type {}", t, ty.pg_name()),
+        )
+    };
+    let nonzero = mant.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    let v = if ty == DataType::Float32 {
+        t.parse::<f32>().map_err(|_| ParseError::invalid(ty, s))? as f64
+    } else {
+        t.parse::<f64>().map_err(|_| ParseError::invalid(ty, s))?
+    };
+    if v.is_infinite() || (v == 0.0 && nonzero) {
+        return Err(out_of_range());
+    }
+    Ok(v)
+}
+
+/// Parse a numeric: `[+-]digits[.digits][e[+-]digits]` with the scale kept
+/// (`1.50` has scale 2, `1.5e-3` scale 4, `1.5e3` scale 0).
+pub fn parse_decimal(s: &str) -> Result<Decimal, ParseError> {
+    let bad = || ParseError::invalid(DataType::Decimal, s);
+    let overflow = || ParseError::new("22003", "value overflows numeric format");
+    let t = pg_trim(s);
+    let (neg, u) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mant, exp) = match u.find(['e', 'E']) {
+        Some(i) => (&u[..i], Some(&u[i + 1..])),
+        None => (u, None),
+    };
+    let (ip, fp) = mant.split_once('.').unwrap_or((mant, ""));
+    let all_digits = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
+    if !all_digits(ip) || !all_digits(fp) || (ip.is_empty() && fp.is_empty()) {
+        return Err(bad());
+    }
+    let exp: i64 = match exp {
+        None => 0,
+        Some(e) => {
+            let d = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if d.is_empty() || !all_digits(d) {
+                return Err(bad());
+            }
+            if d.len() > 6 {
+                return Err(overflow());
+            }
+            e.parse().map_err(|_| bad())?
+        }
+    };
+    if exp.abs() > 1000 {
+        return Err(overflow());
+    }
+    // Digits without the point, and where the point goes after the exponent.
+    let digits = format!("{}{}", ip, fp);
+    let point = ip.len() as i64 + exp;
+    let scale = (fp.len() as i64 - exp).max(0);
+    let mut text = String::new();
+    if neg {
+        text.push('-');
+    }
+    if point <= 0 {
+        text.push_str("0.");
+        text.extend(std::iter::repeat_n('0', (-point) as usize));
+        text.push_str(&digits);
+    } else if point as usize >= digits.len() {
+        text.push_str(&digits);
+        text.extend(std::iter::repeat_n('0', point as usize - digits.len()));
+    } else {
+        text.push_str(&digits[..point as usize]);
+        text.push('.');
+        text.push_str(&digits[point as usize..]);
+    }
+    // Drop leading zeros of the integer part, which rust_decimal counts
+    // against its precision.
+    let int_part_len = text.find('.').unwrap_or(text.len());
+    let start = usize::from(neg);
+    let lead = text[start..int_part_len]
+        .bytes()
+        .take_while(|b| *b == b'0')
+        .count()
+        .min(int_part_len - start - 1);
+    text.replace_range(start..start + lead, "");
+    // Too many significant digits: round the fraction to what fits.
+    let mut value = match Decimal::from_str_exact(&text) {
+        Ok(v) => v,
+        Err(_) => {
+            let int_digits = text[start..].find('.').unwrap_or(text.len() - start);
+            if int_digits > 29 {
+                return Err(overflow());
+            }
+            let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
+            let mut keep = frac.len();
+            loop {
+                if keep == 0 {
+                    break whole.parse::<Decimal>().map_err(|_| overflow())?;
+                }
+                keep -= 1;
+                let candidate = format!("{}.{}", whole, &frac[..keep]);
+                if let Ok(mut d) = Decimal::from_str_exact(&candidate) {
+                    // Round half away from zero on the dropped digits.
+                    if frac.as_bytes()[keep] >= b'5' {
+                        let ulp = Decimal::new(1, keep as u32);
+                        d = if neg { d - ulp } else { d + ulp };
+                    }
+                    break d;
+                }
+            }
+        }
+    };
+    if (value.scale() as i64) < scale.min(Decimal::MAX_SCALE as i64) {
+        value.rescale(scale.min(Decimal::MAX_SCALE as i64) as u32);
+    }
+    if value.is_zero() {
+        value.set_sign_positive(true);
+    }
+    Ok(value)
+}
+
+/// PostgreSQL's `boolin`: `t`/`true`/`yes`/`on`/`1` and their prefixes.
+pub fn parse_bool(s: &str) -> Result<bool, ParseError> {
+    let t = pg_trim(s).to_ascii_lowercase();
+    let prefix_of = |word: &str, min: usize| t.len() >= min && word.starts_with(t.as_str());
+    let r = match t.as_bytes().first() {
+        Some(b't') if prefix_of("true", 1) => Some(true),
+        Some(b'f') if prefix_of("false", 1) => Some(false),
+        Some(b'y') if prefix_of("yes", 1) => Some(true),
+        Some(b'n') if prefix_of("no", 1) => Some(false),
+        Some(b'o') if prefix_of("on", 2) => Some(true),
+        Some(b'o') if prefix_of("off", 2) => Some(false),
+        _ if t == "1" => Some(true),
+        _ if t == "0" => Some(false),
+        _ => None,
+    };
+    r.ok_or_else(|| ParseError::invalid(DataType::Boolean, s))
+}
+
+#[cfg(test)]
+mod tests;

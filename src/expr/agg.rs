@@ -1,7 +1,19 @@
 //! Aggregate functions with retraction.
+//!
+//! Every accumulator is exact under any interleaving of inserts and
+//! retractions, except float sums/averages, whose running f64 total can
+//! differ in the last bits from a fresh computation (PostgreSQL's own float
+//! sums depend on input order too). Infinities and NaN are counted apart so
+//! that retracting them is exact.
 
-use super::ExprResult;
-use crate::common::{DataType, Datum, Row};
+use std::collections::BTreeMap;
+
+use rust_decimal::Decimal;
+
+use super::arith::{decimal_div, interval_div};
+use super::cast::{int_out_of_range, numeric_overflow};
+use super::{ExprError, ExprResult};
+use crate::common::{DataType, Datum, Interval, Row, ScalarValue, F64};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AggKind {
@@ -48,6 +60,528 @@ pub trait Accumulator: Send + Sync + std::fmt::Debug {
 
 /// A fresh accumulator (the state of an empty group) for the call.
 pub fn create_accumulator(call: &AggCall) -> Box<dyn Accumulator> {
-    let _ = call;
-    todo!("create_accumulator")
+    let arg_type = call.arg_type.unwrap_or(call.return_type);
+    let inner: Box<dyn Accumulator> = match call.kind {
+        AggKind::CountStar => Box::new(Count { star: true, n: 0 }),
+        AggKind::Count => Box::new(Count { star: false, n: 0 }),
+        AggKind::Sum | AggKind::Avg => Box::new(SumAvg {
+            avg: call.kind == AggKind::Avg,
+            return_type: call.return_type,
+            count: 0,
+            state: SumState::new(arg_type),
+        }),
+        AggKind::Min | AggKind::Max => Box::new(MinMax {
+            max: call.kind == AggKind::Max,
+            values: BTreeMap::new(),
+        }),
+    };
+    if call.distinct && call.kind != AggKind::CountStar {
+        Box::new(Distinct {
+            inner,
+            counts: BTreeMap::new(),
+        })
+    } else {
+        inner
+    }
 }
+
+fn corrupt() -> ExprError {
+    ExprError::new("XX000", "corrupt aggregate state")
+}
+
+fn retract_missing() -> ExprError {
+    ExprError::new(
+        "XX000",
+        "aggregate retraction of a value that was never added",
+    )
+}
+
+fn get_i64(state: &Row, i: usize) -> ExprResult<i64> {
+    match state.get(i) {
+        Some(Some(ScalarValue::Int64(v))) => Ok(*v),
+        _ => Err(corrupt()),
+    }
+}
+
+fn split_i128(v: i128) -> [Datum; 2] {
+    [
+        Some(ScalarValue::Int64((v >> 64) as i64)),
+        Some(ScalarValue::Int64(v as u64 as i64)),
+    ]
+}
+
+fn join_i128(state: &Row, i: usize) -> ExprResult<i128> {
+    let hi = get_i64(state, i)? as i128;
+    let lo = get_i64(state, i + 1)? as u64 as i128;
+    Ok((hi << 64) | lo)
+}
+
+/// `count(*)` and `count(x)`.
+#[derive(Clone, Debug)]
+struct Count {
+    star: bool,
+    n: i64,
+}
+
+impl Accumulator for Count {
+    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+        if self.star || value.is_some() {
+            self.n += if insert { 1 } else { -1 };
+        }
+        Ok(())
+    }
+    fn output(&self) -> ExprResult<Datum> {
+        Ok(Some(ScalarValue::Int64(self.n)))
+    }
+    fn save(&self) -> Row {
+        vec![Some(ScalarValue::Int64(self.n))]
+    }
+    fn load(&mut self, state: &Row) -> ExprResult<()> {
+        self.n = get_i64(state, 0)?;
+        Ok(())
+    }
+    fn box_clone(&self) -> Box<dyn Accumulator> {
+        Box::new(self.clone())
+    }
+}
+
+/// The running total of sum/avg, by argument type.
+#[derive(Clone, Debug)]
+enum SumState {
+    /// smallint/integer/bigint: exact in i128, range-checked on output.
+    Int(i128),
+    /// numeric, with how many current inputs have each scale: the result
+    /// keeps the largest scale among the current inputs, as in PostgreSQL.
+    Decimal {
+        sum: Decimal,
+        scales: BTreeMap<u32, i64>,
+    },
+    /// real/double precision: finite values summed, specials counted.
+    Float {
+        sum: f64,
+        finite: i64,
+        pos_inf: i64,
+        neg_inf: i64,
+        nan: i64,
+    },
+    Interval {
+        months: i64,
+        days: i64,
+        micros: i128,
+    },
+}
+
+impl SumState {
+    fn new(arg: DataType) -> SumState {
+        match arg {
+            DataType::Decimal => SumState::Decimal {
+                sum: Decimal::ZERO,
+                scales: BTreeMap::new(),
+            },
+            DataType::Float32 | DataType::Float64 => SumState::Float {
+                sum: 0.0,
+                finite: 0,
+                pos_inf: 0,
+                neg_inf: 0,
+                nan: 0,
+            },
+            DataType::Interval => SumState::Interval {
+                months: 0,
+                days: 0,
+                micros: 0,
+            },
+            _ => SumState::Int(0),
+        }
+    }
+}
+
+/// `sum(x)` and `avg(x)`: a total plus the count of non-null inputs.
+#[derive(Clone, Debug)]
+struct SumAvg {
+    avg: bool,
+    return_type: DataType,
+    count: i64,
+    state: SumState,
+}
+
+fn wrong_type(v: &ScalarValue) -> ExprError {
+    ExprError::new(
+        "XX000",
+        format!("unexpected {} input to sum/avg", v.data_type()),
+    )
+}
+
+impl SumAvg {
+    fn decimal_total(sum: Decimal, scales: &BTreeMap<u32, i64>) -> Decimal {
+        let scale = scales
+            .iter()
+            .rev()
+            .find(|(_, n)| **n > 0)
+            .map_or(0, |(s, _)| *s);
+        let mut out = sum;
+        out.rescale(scale);
+        super::arith::normalize_zero(out)
+    }
+
+    fn interval_total(months: i64, days: i64, micros: i128) -> ExprResult<Interval> {
+        let range = || ExprError::new("22008", "interval out of range");
+        Ok(Interval::new(
+            i32::try_from(months).map_err(|_| range())?,
+            i32::try_from(days).map_err(|_| range())?,
+            i64::try_from(micros).map_err(|_| range())?,
+        ))
+    }
+}
+
+impl Accumulator for SumAvg {
+    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+        let Some(v) = value else {
+            return Ok(());
+        };
+        let sign: i64 = if insert { 1 } else { -1 };
+        match &mut self.state {
+            SumState::Int(sum) => {
+                *sum += v.as_i64().ok_or_else(|| wrong_type(v))? as i128 * sign as i128;
+            }
+            SumState::Decimal { sum, scales } => {
+                let ScalarValue::Decimal(d) = v else {
+                    return Err(wrong_type(v));
+                };
+                *sum = if insert {
+                    sum.checked_add(*d)
+                } else {
+                    sum.checked_sub(*d)
+                }
+                .ok_or_else(numeric_overflow)?;
+                *scales.entry(d.scale()).or_insert(0) += sign;
+            }
+            SumState::Float {
+                sum,
+                finite,
+                pos_inf,
+                neg_inf,
+                nan,
+            } => {
+                let f = match v {
+                    ScalarValue::Float32(f) | ScalarValue::Float64(f) => f.0,
+                    _ => return Err(wrong_type(v)),
+                };
+                if f.is_nan() {
+                    *nan += sign;
+                } else if f == f64::INFINITY {
+                    *pos_inf += sign;
+                } else if f == f64::NEG_INFINITY {
+                    *neg_inf += sign;
+                } else {
+                    *finite += sign;
+                    // Back to no finite inputs: drop accumulated rounding.
+                    *sum = if *finite == 0 {
+                        0.0
+                    } else {
+                        *sum + f * sign as f64
+                    };
+                }
+            }
+            SumState::Interval {
+                months,
+                days,
+                micros,
+            } => {
+                let ScalarValue::Interval(i) = v else {
+                    return Err(wrong_type(v));
+                };
+                *months += i.months as i64 * sign;
+                *days += i.days as i64 * sign;
+                *micros += i.micros as i128 * sign as i128;
+            }
+        }
+        self.count += sign;
+        Ok(())
+    }
+
+    fn output(&self) -> ExprResult<Datum> {
+        if self.count <= 0 {
+            return Ok(None);
+        }
+        let n = self.count;
+        Ok(Some(match &self.state {
+            SumState::Int(sum) => {
+                if self.avg {
+                    let s = Decimal::try_from_i128_with_scale(*sum, 0)
+                        .map_err(|_| numeric_overflow())?;
+                    ScalarValue::Decimal(decimal_div(s, Decimal::from(n))?)
+                } else if self.return_type == DataType::Int64 {
+                    ScalarValue::Int64(
+                        i64::try_from(*sum).map_err(|_| int_out_of_range(DataType::Int64))?,
+                    )
+                } else {
+                    ScalarValue::Decimal(
+                        Decimal::try_from_i128_with_scale(*sum, 0)
+                            .map_err(|_| numeric_overflow())?,
+                    )
+                }
+            }
+            SumState::Decimal { sum, scales } => {
+                let total = Self::decimal_total(*sum, scales);
+                if self.avg {
+                    ScalarValue::Decimal(decimal_div(total, Decimal::from(n))?)
+                } else {
+                    ScalarValue::Decimal(total)
+                }
+            }
+            SumState::Float {
+                sum,
+                pos_inf,
+                neg_inf,
+                nan,
+                ..
+            } => {
+                let total = if *nan > 0 || (*pos_inf > 0 && *neg_inf > 0) {
+                    f64::NAN
+                } else if *pos_inf > 0 {
+                    f64::INFINITY
+                } else if *neg_inf > 0 {
+                    f64::NEG_INFINITY
+                } else {
+                    *sum
+                };
+                let single = self.return_type == DataType::Float32;
+                let out = if self.avg { total / n as f64 } else { total };
+                let out = if single { out as f32 as f64 } else { out };
+                if out.is_infinite() && *pos_inf == 0 && *neg_inf == 0 {
+                    return Err(ExprError::new("22003", "value out of range: overflow"));
+                }
+                if single {
+                    ScalarValue::Float32(F64(out))
+                } else {
+                    ScalarValue::float64(out)
+                }
+            }
+            SumState::Interval {
+                months,
+                days,
+                micros,
+            } => {
+                let total = Self::interval_total(*months, *days, *micros)?;
+                if self.avg {
+                    ScalarValue::Interval(interval_div(&total, n as f64)?)
+                } else {
+                    ScalarValue::Interval(total)
+                }
+            }
+        }))
+    }
+
+    fn save(&self) -> Row {
+        let mut row = vec![Some(ScalarValue::Int64(self.count))];
+        match &self.state {
+            SumState::Int(sum) => row.extend(split_i128(*sum)),
+            SumState::Decimal { sum, scales } => {
+                row.push(Some(ScalarValue::Decimal(*sum)));
+                for (s, n) in scales.iter().filter(|(_, n)| **n != 0) {
+                    row.push(Some(ScalarValue::Int64(*s as i64)));
+                    row.push(Some(ScalarValue::Int64(*n)));
+                }
+            }
+            SumState::Float {
+                sum,
+                finite,
+                pos_inf,
+                neg_inf,
+                nan,
+            } => {
+                row.push(Some(ScalarValue::float64(*sum)));
+                for n in [finite, pos_inf, neg_inf, nan] {
+                    row.push(Some(ScalarValue::Int64(*n)));
+                }
+            }
+            SumState::Interval {
+                months,
+                days,
+                micros,
+            } => {
+                row.push(Some(ScalarValue::Int64(*months)));
+                row.push(Some(ScalarValue::Int64(*days)));
+                row.extend(split_i128(*micros));
+            }
+        }
+        row
+    }
+
+    fn load(&mut self, state: &Row) -> ExprResult<()> {
+        self.count = get_i64(state, 0)?;
+        match &mut self.state {
+            SumState::Int(sum) => *sum = join_i128(state, 1)?,
+            SumState::Decimal { sum, scales } => {
+                *sum = match state.get(1) {
+                    Some(Some(ScalarValue::Decimal(d))) => *d,
+                    _ => return Err(corrupt()),
+                };
+                scales.clear();
+                let mut i = 2;
+                while i < state.len() {
+                    let s = u32::try_from(get_i64(state, i)?).map_err(|_| corrupt())?;
+                    scales.insert(s, get_i64(state, i + 1)?);
+                    i += 2;
+                }
+            }
+            SumState::Float {
+                sum,
+                finite,
+                pos_inf,
+                neg_inf,
+                nan,
+            } => {
+                *sum = match state.get(1) {
+                    Some(Some(ScalarValue::Float64(f))) => f.0,
+                    _ => return Err(corrupt()),
+                };
+                *finite = get_i64(state, 2)?;
+                *pos_inf = get_i64(state, 3)?;
+                *neg_inf = get_i64(state, 4)?;
+                *nan = get_i64(state, 5)?;
+            }
+            SumState::Interval {
+                months,
+                days,
+                micros,
+            } => {
+                *months = get_i64(state, 1)?;
+                *days = get_i64(state, 2)?;
+                *micros = join_i128(state, 3)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn box_clone(&self) -> Box<dyn Accumulator> {
+        Box::new(self.clone())
+    }
+}
+
+/// `min(x)`/`max(x)`: a multiset of the current non-null values.
+#[derive(Clone, Debug)]
+struct MinMax {
+    max: bool,
+    values: BTreeMap<ScalarValue, i64>,
+}
+
+/// Add or remove one occurrence in a value → count multiset; true when the
+/// value appeared (0 → 1) or disappeared (1 → 0).
+fn multiset_update(
+    map: &mut BTreeMap<ScalarValue, i64>,
+    insert: bool,
+    v: &ScalarValue,
+) -> ExprResult<bool> {
+    if insert {
+        let n = map.entry(v.clone()).or_insert(0);
+        *n += 1;
+        Ok(*n == 1)
+    } else {
+        let n = map.get_mut(v).ok_or_else(retract_missing)?;
+        *n -= 1;
+        if *n == 0 {
+            map.remove(v);
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+}
+
+fn save_multiset(map: &BTreeMap<ScalarValue, i64>, row: &mut Row) {
+    for (v, n) in map {
+        row.push(Some(v.clone()));
+        row.push(Some(ScalarValue::Int64(*n)));
+    }
+}
+
+fn load_multiset(state: &[Datum], map: &mut BTreeMap<ScalarValue, i64>) -> ExprResult<()> {
+    map.clear();
+    if state.len() % 2 != 0 {
+        return Err(corrupt());
+    }
+    for pair in state.chunks(2) {
+        match (&pair[0], &pair[1]) {
+            (Some(v), Some(ScalarValue::Int64(n))) => {
+                map.insert(v.clone(), *n);
+            }
+            _ => return Err(corrupt()),
+        }
+    }
+    Ok(())
+}
+
+impl Accumulator for MinMax {
+    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+        if let Some(v) = value {
+            multiset_update(&mut self.values, insert, v)?;
+        }
+        Ok(())
+    }
+    fn output(&self) -> ExprResult<Datum> {
+        let kv = if self.max {
+            self.values.last_key_value()
+        } else {
+            self.values.first_key_value()
+        };
+        Ok(kv.map(|(v, _)| v.clone()))
+    }
+    fn save(&self) -> Row {
+        let mut row = Vec::with_capacity(self.values.len() * 2);
+        save_multiset(&self.values, &mut row);
+        row
+    }
+    fn load(&mut self, state: &Row) -> ExprResult<()> {
+        load_multiset(state, &mut self.values)
+    }
+    fn box_clone(&self) -> Box<dyn Accumulator> {
+        Box::new(self.clone())
+    }
+}
+
+/// `agg(DISTINCT x)`: per-value counts; the inner aggregate sees a value
+/// only when it appears (0 → 1) or disappears (1 → 0). NULLs are ignored.
+#[derive(Debug)]
+struct Distinct {
+    inner: Box<dyn Accumulator>,
+    counts: BTreeMap<ScalarValue, i64>,
+}
+
+impl Accumulator for Distinct {
+    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+        if let Some(v) = value {
+            if multiset_update(&mut self.counts, insert, v)? {
+                self.inner.update(insert, value)?;
+            }
+        }
+        Ok(())
+    }
+    fn output(&self) -> ExprResult<Datum> {
+        self.inner.output()
+    }
+    /// `[inner state length, inner state..., (value, count)...]`.
+    fn save(&self) -> Row {
+        let inner = self.inner.save();
+        let mut row = Vec::with_capacity(1 + inner.len() + self.counts.len() * 2);
+        row.push(Some(ScalarValue::Int64(inner.len() as i64)));
+        row.extend(inner);
+        save_multiset(&self.counts, &mut row);
+        row
+    }
+    fn load(&mut self, state: &Row) -> ExprResult<()> {
+        let n = usize::try_from(get_i64(state, 0)?).map_err(|_| corrupt())?;
+        let inner = state.get(1..1 + n).ok_or_else(corrupt)?;
+        self.inner.load(&inner.to_vec())?;
+        load_multiset(&state[1 + n..], &mut self.counts)
+    }
+    fn box_clone(&self) -> Box<dyn Accumulator> {
+        Box::new(Distinct {
+            inner: self.inner.box_clone(),
+            counts: self.counts.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

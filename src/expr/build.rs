@@ -1,6 +1,12 @@
 //! Type resolution: building function calls and casts with PostgreSQL's
 //! implicit-cast rules.
+//!
+//! Literals of type varchar and NULL literals of any type stand for
+//! PostgreSQL's `unknown` literals here: in an operator or a comparison they
+//! take the type of the other operand (`date_col > '2024-01-01'`,
+//! `int_col = NULL`), and they can be cast to any type (parsed at bind time).
 
+use super::cast::cast_value;
 use super::{Expr, ExprError, ExprResult};
 use crate::common::DataType;
 
@@ -43,28 +49,252 @@ pub enum Func {
     Lower,
     Upper,
     Length,
+    /// `substr(string, from [, count])`.
     Substr,
+    /// `btrim(string [, characters])`, i.e. `TRIM([BOTH] [chars FROM] s)`.
     Trim,
+    /// `[string, pattern]` or `[string, pattern, escape]`.
     Like,
     NotLike,
     ILike,
     NotILike,
+    /// `replace(string, from, to)`.
     Replace,
+    /// Arguments `[substring, string]`, the order of `POSITION(sub IN s)`.
     Position,
     // math
     Round,
     Abs,
     Ceil,
     Floor,
+    /// `ltrim(string [, characters])`, `TRIM(LEADING ...)`.
+    LTrim,
+    /// `rtrim(string [, characters])`, `TRIM(TRAILING ...)`.
+    RTrim,
 }
 
 impl Func {
     /// Look a function up by its SQL name (lower case), e.g. `"lower"`,
     /// `"substring"`/`"substr"`, `"char_length"`/`"length"`.
     pub fn from_name(name: &str) -> Option<Func> {
-        let _ = name;
-        todo!("Func::from_name")
+        Some(match name {
+            "coalesce" => Func::Coalesce,
+            "nullif" => Func::NullIf,
+            "greatest" => Func::Greatest,
+            "least" => Func::Least,
+            "lower" => Func::Lower,
+            "upper" => Func::Upper,
+            "length" | "char_length" | "character_length" => Func::Length,
+            "substr" | "substring" => Func::Substr,
+            "trim" | "btrim" => Func::Trim,
+            "ltrim" => Func::LTrim,
+            "rtrim" => Func::RTrim,
+            "replace" => Func::Replace,
+            "position" => Func::Position,
+            "round" => Func::Round,
+            "abs" => Func::Abs,
+            "ceil" | "ceiling" => Func::Ceil,
+            "floor" => Func::Floor,
+            _ => return None,
+        })
     }
+
+    /// The operator symbol, for operators (used in error messages).
+    pub fn operator_symbol(self) -> Option<&'static str> {
+        Some(match self {
+            Func::Add => "+",
+            Func::Sub | Func::Neg => "-",
+            Func::Mul => "*",
+            Func::Div => "/",
+            Func::Mod => "%",
+            Func::Eq | Func::IsDistinctFrom | Func::IsNotDistinctFrom => "=",
+            Func::NotEq => "<>",
+            Func::Lt => "<",
+            Func::LtEq => "<=",
+            Func::Gt => ">",
+            Func::GtEq => ">=",
+            Func::Concat => "||",
+            Func::Like | Func::NotLike => "~~",
+            Func::ILike | Func::NotILike => "~~*",
+            _ => return None,
+        })
+    }
+
+    /// The SQL function name (for error messages and EXPLAIN).
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Add => "add",
+            Func::Sub => "subtract",
+            Func::Mul => "multiply",
+            Func::Div => "divide",
+            Func::Mod => "modulus",
+            Func::Neg => "neg",
+            Func::Eq => "equal",
+            Func::NotEq => "not_equal",
+            Func::Lt => "less_than",
+            Func::LtEq => "less_than_or_equal",
+            Func::Gt => "greater_than",
+            Func::GtEq => "greater_than_or_equal",
+            Func::IsDistinctFrom => "is_distinct_from",
+            Func::IsNotDistinctFrom => "is_not_distinct_from",
+            Func::And => "and",
+            Func::Or => "or",
+            Func::Not => "not",
+            Func::IsNull => "is_null",
+            Func::IsNotNull => "is_not_null",
+            Func::IsTrue => "is_true",
+            Func::IsNotTrue => "is_not_true",
+            Func::IsFalse => "is_false",
+            Func::IsNotFalse => "is_not_false",
+            Func::Coalesce => "coalesce",
+            Func::NullIf => "nullif",
+            Func::Greatest => "greatest",
+            Func::Least => "least",
+            Func::Concat => "concat_op",
+            Func::Lower => "lower",
+            Func::Upper => "upper",
+            Func::Length => "length",
+            Func::Substr => "substr",
+            Func::Trim => "btrim",
+            Func::LTrim => "ltrim",
+            Func::RTrim => "rtrim",
+            Func::Like => "like",
+            Func::NotLike => "not_like",
+            Func::ILike => "ilike",
+            Func::NotILike => "not_ilike",
+            Func::Replace => "replace",
+            Func::Position => "position",
+            Func::Round => "round",
+            Func::Abs => "abs",
+            Func::Ceil => "ceil",
+            Func::Floor => "floor",
+        }
+    }
+}
+
+/// Rank in PostgreSQL's implicit-cast chain of the numeric category
+/// (smallint → integer → bigint → numeric → real → double precision).
+fn numeric_rank(t: DataType) -> Option<u8> {
+    Some(match t {
+        DataType::Int16 => 0,
+        DataType::Int32 => 1,
+        DataType::Int64 => 2,
+        DataType::Decimal => 3,
+        DataType::Float32 => 4,
+        DataType::Float64 => 5,
+        _ => return None,
+    })
+}
+
+/// The type PostgreSQL's operator resolution picks for a binary arithmetic
+/// or comparison operator over two numeric types: the same type, the wider
+/// integer (cross-width integer operators exist), numeric for integer and
+/// numeric, and double precision as soon as a float meets another type
+/// (`int + real` is double precision: float8 is the preferred type).
+fn arith_type(a: DataType, b: DataType) -> Option<DataType> {
+    let (ra, rb) = (numeric_rank(a)?, numeric_rank(b)?);
+    Some(if a == b {
+        a
+    } else if ra >= 4 || rb >= 4 {
+        DataType::Float64
+    } else if ra >= rb {
+        a
+    } else {
+        b
+    })
+}
+
+/// PostgreSQL cast contexts, weakest first.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum CastContext {
+    Implicit,
+    Assignment,
+    Explicit,
+}
+
+/// The weakest context in which PostgreSQL allows the cast, if at all.
+fn cast_context(from: DataType, to: DataType) -> Option<CastContext> {
+    use DataType::*;
+    if from == to {
+        return Some(CastContext::Implicit);
+    }
+    if let (Some(rf), Some(rt)) = (numeric_rank(from), numeric_rank(to)) {
+        return Some(if rf < rt {
+            CastContext::Implicit
+        } else {
+            CastContext::Assignment
+        });
+    }
+    match (from, to) {
+        (_, Varchar) => Some(CastContext::Assignment),
+        (Varchar, _) => Some(CastContext::Explicit),
+        (Int32, Boolean) | (Boolean, Int32) => Some(CastContext::Explicit),
+        (Date, Timestamp) => Some(CastContext::Implicit),
+        (Timestamp, Date) => Some(CastContext::Assignment),
+        _ => None,
+    }
+}
+
+/// Whether the expression plays PostgreSQL's `unknown` literal.
+fn is_unknown(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Literal { value: None, .. }
+            | Expr::Literal {
+                ty: DataType::Varchar,
+                ..
+            }
+    )
+}
+
+fn no_operator(func: Func, types: &[DataType]) -> ExprError {
+    let msg = match (func.operator_symbol(), types) {
+        (Some(op), [t]) => format!("operator does not exist: {} {}", op, t),
+        (Some(op), [a, b]) => format!("operator does not exist: {} {} {}", a, op, b),
+        _ => format!(
+            "function {}({}) does not exist",
+            func.name(),
+            types
+                .iter()
+                .map(|t| t.pg_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    ExprError::new("42883", msg)
+}
+
+/// Cast to a type chosen by resolution (always an allowed implicit cast or
+/// an unknown literal).
+fn coerce(e: Expr, ty: DataType) -> ExprResult<Expr> {
+    build_cast(e, ty, true)
+}
+
+fn func_expr(func: Func, args: Vec<Expr>, ty: DataType) -> Expr {
+    Expr::Func { func, args, ty }
+}
+
+/// Give unknown literals the type of the known arguments: the common type
+/// of the known ones, or varchar when all are unknown.
+fn resolve_unknowns(args: Vec<Expr>) -> ExprResult<Vec<Expr>> {
+    let mut known: Option<DataType> = None;
+    for a in args.iter().filter(|a| !is_unknown(a)) {
+        let t = a.return_type();
+        known = Some(match known {
+            None => t,
+            Some(k) => common_type(k, t).unwrap_or(k),
+        });
+    }
+    let target = known.unwrap_or(DataType::Varchar);
+    args.into_iter()
+        .map(|a| {
+            if is_unknown(&a) && a.return_type() != target {
+                coerce(a, target)
+            } else {
+                Ok(a)
+            }
+        })
+        .collect()
 }
 
 /// Build a call of `func` over `args`, inserting implicit casts and
@@ -73,26 +303,373 @@ impl Func {
 /// `varchar || int` is varchar). Unknown combinations fail with `42883`
 /// ("operator does not exist: integer + boolean").
 pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
-    let _ = (func, args);
-    Err(ExprError::new("0A000", "not implemented"))
+    use DataType::*;
+    let types: Vec<DataType> = args.iter().map(Expr::return_type).collect();
+    let err = || no_operator(func, &types);
+    let arity = |ok: bool| if ok { Ok(()) } else { Err(err()) };
+    match func {
+        Func::Add | Func::Sub | Func::Mul | Func::Div | Func::Mod => {
+            arity(args.len() == 2)?;
+            build_arith(func, args)
+        }
+        Func::Neg => {
+            arity(args.len() == 1)?;
+            let args = if is_unknown(&args[0]) {
+                vec![coerce(args.into_iter().next().ok_or_else(err)?, Float64)?]
+            } else {
+                args
+            };
+            let t = args[0].return_type();
+            if numeric_rank(t).is_some() || t == Interval {
+                Ok(func_expr(func, args, t))
+            } else {
+                Err(err())
+            }
+        }
+        Func::Eq
+        | Func::NotEq
+        | Func::Lt
+        | Func::LtEq
+        | Func::Gt
+        | Func::GtEq
+        | Func::IsDistinctFrom
+        | Func::IsNotDistinctFrom => {
+            arity(args.len() == 2)?;
+            let args = resolve_unknowns(args)?;
+            let (a, b) = (args[0].return_type(), args[1].return_type());
+            let t = comparison_type(a, b).ok_or_else(|| no_operator(func, &[a, b]))?;
+            let args = args
+                .into_iter()
+                .map(|e| coerce(e, t))
+                .collect::<ExprResult<_>>()?;
+            Ok(func_expr(func, args, Boolean))
+        }
+        Func::And
+        | Func::Or
+        | Func::Not
+        | Func::IsTrue
+        | Func::IsNotTrue
+        | Func::IsFalse
+        | Func::IsNotFalse => {
+            let n = if matches!(func, Func::And | Func::Or) {
+                2
+            } else {
+                1
+            };
+            arity(args.len() == n)?;
+            let args = args
+                .into_iter()
+                .map(|e| match e.return_type() {
+                    Boolean => Ok(e),
+                    _ if is_unknown(&e) => coerce(e, Boolean),
+                    t => Err(ExprError::new(
+                        "42804",
+                        format!(
+                            "argument of {} must be type boolean, not type {}",
+                            func_sql(func),
+                            t
+                        ),
+                    )),
+                })
+                .collect::<ExprResult<_>>()?;
+            Ok(func_expr(func, args, Boolean))
+        }
+        Func::IsNull | Func::IsNotNull => {
+            arity(args.len() == 1)?;
+            Ok(func_expr(func, args, Boolean))
+        }
+        Func::Coalesce | Func::Greatest | Func::Least => {
+            arity(!args.is_empty())?;
+            let args = resolve_unknowns(args)?;
+            let mut t = args[0].return_type();
+            for a in &args[1..] {
+                t = common_type_for(func, t, a.return_type())?;
+            }
+            let args = args
+                .into_iter()
+                .map(|e| coerce(e, t))
+                .collect::<ExprResult<_>>()?;
+            Ok(func_expr(func, args, t))
+        }
+        Func::NullIf => {
+            arity(args.len() == 2)?;
+            let args = resolve_unknowns(args)?;
+            let (a, b) = (args[0].return_type(), args[1].return_type());
+            let t = comparison_type(a, b).ok_or_else(|| no_operator(Func::Eq, &[a, b]))?;
+            // The result keeps the first argument's type; eval compares the
+            // first value cast to the second argument's type.
+            let mut it = args.into_iter();
+            let first = it.next().ok_or_else(err)?;
+            let second = coerce(it.next().ok_or_else(err)?, t)?;
+            Ok(func_expr(func, vec![first, second], a))
+        }
+        Func::Concat => {
+            arity(args.len() == 2)?;
+            if !types.contains(&Varchar) && !args.iter().any(is_unknown) {
+                return Err(err());
+            }
+            let args = args
+                .into_iter()
+                .map(|e| coerce(e, Varchar))
+                .collect::<ExprResult<_>>()?;
+            Ok(func_expr(func, args, Varchar))
+        }
+        Func::Lower | Func::Upper => {
+            arity(types == [Varchar])?;
+            Ok(func_expr(func, args, Varchar))
+        }
+        Func::Length => {
+            arity(types == [Varchar])?;
+            Ok(func_expr(func, args, Int32))
+        }
+        Func::Substr => {
+            arity((2..=3).contains(&args.len()) && types[0] == Varchar)?;
+            let mut out = Vec::with_capacity(args.len());
+            for (i, a) in args.into_iter().enumerate() {
+                if i == 0 {
+                    out.push(a);
+                } else if a.return_type().is_integer() || is_unknown(&a) {
+                    out.push(build_cast(a, Int32, true)?);
+                } else {
+                    return Err(err());
+                }
+            }
+            Ok(func_expr(func, out, Varchar))
+        }
+        Func::Trim | Func::LTrim | Func::RTrim => {
+            arity((1..=2).contains(&args.len()) && types.iter().all(|t| *t == Varchar))?;
+            Ok(func_expr(func, args, Varchar))
+        }
+        Func::Like | Func::NotLike | Func::ILike | Func::NotILike => {
+            arity((2..=3).contains(&args.len()))?;
+            let args = args
+                .into_iter()
+                .map(|e| match e.return_type() {
+                    Varchar => Ok(e),
+                    _ if is_unknown(&e) => coerce(e, Varchar),
+                    _ => Err(err()),
+                })
+                .collect::<ExprResult<_>>()?;
+            Ok(func_expr(func, args, Boolean))
+        }
+        Func::Replace => {
+            arity(types.len() == 3 && types.iter().all(|t| *t == Varchar))?;
+            Ok(func_expr(func, args, Varchar))
+        }
+        Func::Position => {
+            arity(types.len() == 2 && types.iter().all(|t| *t == Varchar))?;
+            Ok(func_expr(func, args, Int32))
+        }
+        Func::Round | Func::Ceil | Func::Floor => {
+            let two = func == Func::Round && args.len() == 2;
+            arity(args.len() == 1 || two)?;
+            let mut it = args.into_iter();
+            let x = it.next().ok_or_else(err)?;
+            let t = if is_unknown(&x) { Float64 } else { types[0] };
+            if two {
+                // round(numeric, int): integers widen to numeric; floats do not.
+                if !(t.is_integer() || t == Decimal) {
+                    return Err(err());
+                }
+                let d = it.next().ok_or_else(err)?;
+                if !(d.return_type().is_integer() || is_unknown(&d)) {
+                    return Err(err());
+                }
+                let args = vec![coerce(x, Decimal)?, build_cast(d, Int32, true)?];
+                return Ok(func_expr(func, args, Decimal));
+            }
+            // One argument: numeric stays numeric, everything else numeric
+            // goes to double precision (`round(5)` is double precision).
+            let target = match t {
+                Decimal => Decimal,
+                _ if numeric_rank(t).is_some() => Float64,
+                _ => return Err(err()),
+            };
+            Ok(func_expr(func, vec![coerce(x, target)?], target))
+        }
+        Func::Abs => {
+            arity(args.len() == 1)?;
+            let mut it = args.into_iter();
+            let x = it.next().ok_or_else(err)?;
+            let x = if is_unknown(&x) {
+                coerce(x, Float64)?
+            } else {
+                x
+            };
+            let t = x.return_type();
+            if numeric_rank(t).is_none() {
+                return Err(err());
+            }
+            Ok(func_expr(func, vec![x], t))
+        }
+    }
+}
+
+fn func_sql(func: Func) -> &'static str {
+    match func {
+        Func::And => "AND",
+        Func::Or => "OR",
+        Func::Not => "NOT",
+        _ => "IS TRUE/FALSE",
+    }
+}
+
+fn common_type_for(func: Func, a: DataType, b: DataType) -> ExprResult<DataType> {
+    common_type(a, b).map_err(|_| {
+        ExprError::new(
+            "42804",
+            format!(
+                "{} types {} and {} cannot be matched",
+                func.name().to_uppercase(),
+                a,
+                b
+            ),
+        )
+    })
+}
+
+/// The type both sides of a comparison are cast to.
+fn comparison_type(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType::*;
+    if a == b {
+        return Some(a);
+    }
+    if let Some(t) = arith_type(a, b) {
+        return Some(t);
+    }
+    match (a, b) {
+        (Date, Timestamp) | (Timestamp, Date) => Some(Timestamp),
+        _ => None,
+    }
+}
+
+fn build_arith(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
+    use DataType::*;
+    let mut it = args.into_iter();
+    let (Some(mut l), Some(mut r)) = (it.next(), it.next()) else {
+        return Err(ExprError::new(
+            "XX000",
+            "binary operator needs two arguments",
+        ));
+    };
+    // Unknown operands: an interval next to a date/timestamp/interval,
+    // otherwise the other operand's type.
+    let temporal = |t: DataType| matches!(t, Date | Timestamp | Interval);
+    match (is_unknown(&l), is_unknown(&r)) {
+        (true, true) => {
+            l = coerce(l, Float64)?;
+            r = coerce(r, Float64)?;
+        }
+        (false, true) => {
+            let lt = l.return_type();
+            let t = if temporal(lt) && matches!(func, Func::Add | Func::Sub) {
+                if func == Func::Sub && lt != Interval {
+                    lt
+                } else {
+                    Interval
+                }
+            } else if lt == Interval {
+                Float64
+            } else {
+                lt
+            };
+            r = coerce(r, t)?;
+        }
+        (true, false) => {
+            let rt = r.return_type();
+            let t = if temporal(rt) && func == Func::Add {
+                Interval
+            } else if rt == Interval {
+                Float64
+            } else {
+                rt
+            };
+            l = coerce(l, t)?;
+        }
+        (false, false) => {}
+    }
+    let (lt, rt) = (l.return_type(), r.return_type());
+    let err = || no_operator(func, &[lt, rt]);
+    if let Some(t) = arith_type(lt, rt) {
+        if func == Func::Mod && matches!(t, Float32 | Float64) {
+            return Err(err());
+        }
+        return Ok(func_expr(func, vec![coerce(l, t)?, coerce(r, t)?], t));
+    }
+    let num = |t: DataType| numeric_rank(t).is_some();
+    let (l, r, ty) = match (func, lt, rt) {
+        (Func::Add, Date, t) if t.is_integer() => (l, build_cast(r, Int32, false)?, Date),
+        (Func::Add, t, Date) if t.is_integer() => (build_cast(l, Int32, false)?, r, Date),
+        (Func::Sub, Date, t) if t.is_integer() => (l, build_cast(r, Int32, false)?, Date),
+        (Func::Sub, Date, Date) => (l, r, Int32),
+        (Func::Add, Date | Timestamp, Interval) | (Func::Sub, Date | Timestamp, Interval) => {
+            (coerce(l, Timestamp)?, r, Timestamp)
+        }
+        (Func::Add, Interval, Date | Timestamp) => (l, coerce(r, Timestamp)?, Timestamp),
+        (Func::Sub, Date | Timestamp, Date | Timestamp) => {
+            (coerce(l, Timestamp)?, coerce(r, Timestamp)?, Interval)
+        }
+        (Func::Add | Func::Sub, Interval, Interval) => (l, r, Interval),
+        (Func::Mul | Func::Div, Interval, t) if num(t) => (l, coerce(r, Float64)?, Interval),
+        (Func::Mul, t, Interval) if num(t) => (coerce(l, Float64)?, r, Interval),
+        _ => return Err(err()),
+    };
+    Ok(func_expr(func, vec![l, r], ty))
 }
 
 /// Build `CAST(expr AS ty)`. With `explicit = false` only PostgreSQL's
 /// implicit/assignment casts are allowed (used for INSERT and for unifying
 /// types); an impossible cast fails with `42846`. Casting a NULL literal or
 /// a literal of another type folds into a literal.
+///
+/// A varchar literal casts to any type (it plays an `unknown` literal and
+/// is parsed now, so `'abc'::int` fails at bind time with `22P02`).
 pub fn build_cast(expr: Expr, ty: DataType, explicit: bool) -> ExprResult<Expr> {
-    let _ = (explicit, ty);
-    Ok(expr)
+    let from = expr.return_type();
+    if from == ty {
+        return Ok(expr);
+    }
+    let allowed = is_unknown(&expr)
+        || match cast_context(from, ty) {
+            Some(CastContext::Explicit) => explicit,
+            Some(_) => true,
+            None => false,
+        };
+    if !allowed {
+        return Err(ExprError::new(
+            "42846",
+            format!("cannot cast type {} to {}", from, ty),
+        ));
+    }
+    if let Expr::Literal { value, .. } = expr {
+        let value = match value {
+            None => None,
+            Some(v) => Some(cast_value(v, ty)?),
+        };
+        return Ok(Expr::Literal { value, ty });
+    }
+    Ok(Expr::Cast {
+        expr: Box::new(expr),
+        ty,
+    })
 }
 
 /// The type two values must be cast to for comparison, UNION, CASE or
 /// COALESCE (PostgreSQL's `select_common_type`), or `42804` if none.
 pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
+    use DataType::*;
     if a == b {
-        Ok(a)
-    } else {
-        Err(ExprError::new("42804", "types do not match"))
+        return Ok(a);
+    }
+    if let (Some(ra), Some(rb)) = (numeric_rank(a), numeric_rank(b)) {
+        return Ok(if ra >= rb { a } else { b });
+    }
+    match (a, b) {
+        (Date, Timestamp) | (Timestamp, Date) => Ok(Timestamp),
+        _ => Err(ExprError::new(
+            "42804",
+            format!("types {} and {} cannot be matched", a, b),
+        )),
     }
 }
 
@@ -101,6 +678,44 @@ pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
 /// `count` bigint, min/max the argument type), or `42883` if the aggregate
 /// does not take that type.
 pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResult<DataType> {
-    let _ = (kind, arg);
-    todo!("agg_return_type")
+    use super::AggKind;
+    use DataType::*;
+    let name = match kind {
+        AggKind::CountStar | AggKind::Count => "count",
+        AggKind::Sum => "sum",
+        AggKind::Min => "min",
+        AggKind::Max => "max",
+        AggKind::Avg => "avg",
+    };
+    let ret = match (kind, arg) {
+        (AggKind::CountStar | AggKind::Count, _) => Some(Int64),
+        (_, None) => None,
+        (AggKind::Sum, Some(t)) => match t {
+            Int16 | Int32 => Some(Int64),
+            Int64 | Decimal => Some(Decimal),
+            Float32 | Float64 | Interval => Some(t),
+            _ => None,
+        },
+        (AggKind::Avg, Some(t)) => match t {
+            Int16 | Int32 | Int64 | Decimal => Some(Decimal),
+            Float32 | Float64 => Some(Float64),
+            Interval => Some(Interval),
+            _ => None,
+        },
+        // PostgreSQL has no min/max over boolean (bool_and/bool_or instead).
+        (AggKind::Min | AggKind::Max, Some(t)) => (t != Boolean).then_some(t),
+    };
+    ret.ok_or_else(|| {
+        ExprError::new(
+            "42883",
+            format!(
+                "function {}({}) does not exist",
+                name,
+                arg.map(|t| t.pg_name()).unwrap_or("")
+            ),
+        )
+    })
 }
+
+#[cfg(test)]
+mod tests;

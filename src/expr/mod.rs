@@ -11,13 +11,17 @@
 //!   and restore their state as a [`Row`](crate::common::Row).
 
 pub mod agg;
+mod arith;
 pub mod build;
+pub mod cast;
 pub mod eval;
+mod string;
 
 use crate::common::{DataType, Datum};
 
 pub use agg::{create_accumulator, Accumulator, AggCall, AggKind};
 pub use build::{agg_return_type, build_cast, build_func, common_type, Func};
+pub use cast::cast_value;
 
 /// An error raised while building or evaluating an expression.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -1,0 +1,201 @@
+//! Expected values were produced by PostgreSQL 15 (psql).
+
+use super::*;
+use crate::common::text::{format_datum, parse_datum};
+use crate::expr::agg_return_type;
+
+fn call(kind: AggKind, arg: Option<DataType>, distinct: bool) -> AggCall {
+    AggCall {
+        kind,
+        arg: arg.map(|_| 0),
+        arg_type: arg,
+        return_type: agg_return_type(kind, arg).expect("aggregate type"),
+        distinct,
+    }
+}
+
+fn val(ty: DataType, s: &str) -> Datum {
+    if s == "NULL" {
+        None
+    } else {
+        Some(parse_datum(ty, s).expect("test value"))
+    }
+}
+
+fn out(acc: &dyn Accumulator) -> String {
+    match acc.output() {
+        Ok(Some(v)) => format_datum(&v),
+        Ok(None) => "NULL".into(),
+        Err(e) => format!("ERR {} {}", e.code, e.message),
+    }
+}
+
+/// Feed `v` (insert) / `~v` (retract) updates and return the output; also checks that a
+/// save/load round trip and a clone give the same output.
+fn run(kind: AggKind, ty: DataType, distinct: bool, updates: &[&str]) -> String {
+    let c = call(kind, Some(ty), distinct);
+    let mut acc = create_accumulator(&c);
+    for u in updates {
+        let (insert, v) = match u.strip_prefix('~') {
+            Some(v) => (false, v),
+            None => (true, *u),
+        };
+        acc.update(insert, &val(ty, v)).expect("update");
+    }
+    let result = out(acc.as_ref());
+    let mut restored = create_accumulator(&c);
+    restored.load(&acc.save()).expect("load");
+    assert_eq!(out(restored.as_ref()), result, "save/load");
+    assert_eq!(out(acc.box_clone().as_ref()), result, "clone");
+    result
+}
+
+use DataType::*;
+
+#[test]
+fn avg_matches_postgres_scale() {
+    assert_eq!(
+        run(AggKind::Avg, Int32, false, &["1", "2", "3", "4"]),
+        "2.5000000000000000"
+    );
+    assert_eq!(
+        run(AggKind::Avg, Int32, false, &["1", "2", "2"]),
+        "1.6666666666666667"
+    );
+    assert_eq!(
+        run(AggKind::Avg, Int32, false, &["100000", "200000", "200000"]),
+        "166666.666666666667"
+    );
+    assert_eq!(
+        run(AggKind::Avg, Decimal, false, &["1.5", "2.25"]),
+        "1.8750000000000000"
+    );
+    assert_eq!(
+        run(AggKind::Avg, Int64, false, &["1", "2"]),
+        "1.5000000000000000"
+    );
+    assert_eq!(run(AggKind::Avg, Float32, false, &["1", "2"]), "1.5");
+    assert_eq!(
+        run(AggKind::Avg, Interval, false, &["1", "2"]),
+        "00:00:01.5"
+    );
+    assert_eq!(run(AggKind::Avg, Int32, false, &[]), "NULL");
+}
+
+#[test]
+fn sums() {
+    assert_eq!(run(AggKind::Sum, Decimal, false, &["1.5", "2.25"]), "3.75");
+    assert_eq!(run(AggKind::Sum, Int16, false, &["1", "2"]), "3");
+    assert_eq!(run(AggKind::Sum, Int64, false, &["1", "2"]), "3");
+    assert_eq!(run(AggKind::Sum, Float32, false, &["1", "2"]), "3");
+    assert_eq!(run(AggKind::Sum, Interval, false, &["1", "2"]), "00:00:03");
+    // sum(int) does not overflow the accumulator; sum(bigint) is numeric.
+    assert_eq!(
+        run(AggKind::Sum, Int32, false, &["2147483647", "2147483647"]),
+        "4294967294"
+    );
+    assert_eq!(
+        run(
+            AggKind::Sum,
+            Int64,
+            false,
+            &["9223372036854775807", "9223372036854775807"]
+        ),
+        "18446744073709551614"
+    );
+    // Back to no inputs: NULL, not 0.
+    assert_eq!(run(AggKind::Sum, Int32, false, &["1", "~1"]), "NULL");
+    assert_eq!(run(AggKind::Sum, Int32, false, &["1", "NULL"]), "1");
+    // The scale follows the current inputs only.
+    assert_eq!(
+        run(AggKind::Sum, Decimal, false, &["1.500", "2", "~1.500"]),
+        "2"
+    );
+    assert_eq!(
+        run(AggKind::Sum, Decimal, false, &["1.5", "2.25", "~1.5"]),
+        "2.25"
+    );
+    // Specials retract exactly.
+    assert_eq!(
+        run(
+            AggKind::Sum,
+            Float64,
+            false,
+            &["Infinity", "1", "~Infinity"]
+        ),
+        "1"
+    );
+    assert_eq!(
+        run(AggKind::Sum, Float64, false, &["Infinity", "-Infinity"]),
+        "NaN"
+    );
+    assert_eq!(run(AggKind::Sum, Float64, false, &["NaN", "1"]), "NaN");
+    assert_eq!(
+        run(
+            AggKind::Sum,
+            Float64,
+            false,
+            &["0.1", "0.2", "~0.1", "~0.2", "5"]
+        ),
+        "5"
+    );
+}
+
+#[test]
+fn count_min_max() {
+    let c = call(AggKind::CountStar, None, false);
+    let mut acc = create_accumulator(&c);
+    assert_eq!(out(acc.as_ref()), "0");
+    acc.update(true, &None).expect("update");
+    acc.update(true, &None).expect("update");
+    acc.update(false, &None).expect("update");
+    assert_eq!(out(acc.as_ref()), "1");
+    assert_eq!(run(AggKind::Count, Int32, false, &["1", "NULL", "2"]), "2");
+    assert_eq!(run(AggKind::Count, Int32, false, &[]), "0");
+    assert_eq!(run(AggKind::Min, Int32, false, &["3", "1", "2", "~1"]), "2");
+    assert_eq!(
+        run(AggKind::Max, Varchar, false, &["a", "c", "b", "c", "~c"]),
+        "c"
+    );
+    assert_eq!(
+        run(AggKind::Max, Varchar, false, &["a", "c", "b", "~c"]),
+        "b"
+    );
+    assert_eq!(run(AggKind::Min, Int32, false, &["1", "~1"]), "NULL");
+    assert_eq!(run(AggKind::Max, Float64, false, &["1", "NaN"]), "NaN");
+    let mut acc = create_accumulator(&call(AggKind::Min, Some(Int32), false));
+    let e = acc
+        .update(false, &val(Int32, "1"))
+        .expect_err("retract missing");
+    assert_eq!(e.code, "XX000");
+}
+
+#[test]
+fn distinct_aggregates() {
+    assert_eq!(
+        run(AggKind::Count, Int32, true, &["1", "1", "2", "NULL"]),
+        "2"
+    );
+    assert_eq!(
+        run(AggKind::Count, Int32, true, &["1", "1", "2", "~1"]),
+        "2"
+    );
+    assert_eq!(
+        run(AggKind::Count, Int32, true, &["1", "1", "2", "~1", "~1"]),
+        "1"
+    );
+    assert_eq!(run(AggKind::Sum, Int32, true, &["1", "1", "2"]), "3");
+    assert_eq!(
+        run(AggKind::Avg, Int32, true, &["1", "1", "2"]),
+        "1.5000000000000000"
+    );
+    assert_eq!(run(AggKind::Max, Int32, true, &["5", "5", "~5"]), "5");
+}
+
+#[test]
+fn corrupt_state_is_an_error() {
+    let mut acc = create_accumulator(&call(AggKind::Sum, Some(Int32), false));
+    assert!(acc.load(&vec![Some(ScalarValue::Boolean(true))]).is_err());
+    let mut acc = create_accumulator(&call(AggKind::Count, Some(Int32), true));
+    assert!(acc.load(&vec![Some(ScalarValue::Int64(5))]).is_err());
+}

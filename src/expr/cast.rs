@@ -1,0 +1,142 @@
+//! Value casts with PostgreSQL semantics (which casts are *allowed* in which
+//! context is decided in `build.rs`).
+
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use super::{ExprError, ExprResult};
+use crate::common::text::{format_datum, format_decimal, parse_datum, parse_decimal, ParseError};
+use crate::common::{DataType, ScalarValue, F64};
+
+impl From<ParseError> for ExprError {
+    fn from(e: ParseError) -> Self {
+        ExprError::new(e.code, e.message)
+    }
+}
+
+/// `integer out of range` and friends (22003).
+pub fn int_out_of_range(ty: DataType) -> ExprError {
+    let name = match ty {
+        DataType::Int16 => "smallint",
+        DataType::Int32 => "integer",
+        _ => "bigint",
+    };
+    ExprError::new("22003", format!("{} out of range", name))
+}
+
+pub fn numeric_overflow() -> ExprError {
+    ExprError::new("22003", "value overflows numeric format")
+}
+
+fn from_i64(v: i64, to: DataType) -> ExprResult<ScalarValue> {
+    let oor = || int_out_of_range(to);
+    Ok(match to {
+        DataType::Int16 => ScalarValue::Int16(i16::try_from(v).map_err(|_| oor())?),
+        DataType::Int32 => ScalarValue::Int32(i32::try_from(v).map_err(|_| oor())?),
+        DataType::Int64 => ScalarValue::Int64(v),
+        DataType::Float32 => ScalarValue::float32(v as f32),
+        DataType::Float64 => ScalarValue::float64(v as f64),
+        DataType::Decimal => ScalarValue::Decimal(Decimal::from(v)),
+        _ => return Err(cannot_cast(DataType::Int64, to)),
+    })
+}
+
+fn cannot_cast(from: DataType, to: DataType) -> ExprError {
+    ExprError::new("42846", format!("cannot cast type {} to {}", from, to))
+}
+
+/// A float rounded half-to-even (PostgreSQL's `rint`) into an integer type.
+fn float_to_int(v: f64, to: DataType) -> ExprResult<ScalarValue> {
+    let r = v.round_ties_even();
+    // i64::MAX as f64 rounds up to 2^63, hence the strict bound.
+    if r.is_nan() || r < -9_223_372_036_854_775_808.0 || r >= 9_223_372_036_854_775_808.0 {
+        return Err(int_out_of_range(to));
+    }
+    from_i64(r as i64, to)
+}
+
+/// Decimal rounded half away from zero into an integer type.
+fn decimal_to_int(d: Decimal, to: DataType) -> ExprResult<ScalarValue> {
+    let r = d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
+    let m = r.mantissa() / 10i128.pow(r.scale());
+    from_i64(i64::try_from(m).map_err(|_| int_out_of_range(to))?, to)
+}
+
+/// PostgreSQL's `float8_numeric`/`float4_numeric`: the value printed with
+/// 15 (6 for real) significant digits, trailing zeros dropped.
+pub fn float_to_decimal(v: f64, single: bool) -> ExprResult<Decimal> {
+    if v.is_nan() {
+        return Err(ExprError::new(
+            "0A000",
+            "cannot convert NaN to numeric (numeric NaN is not supported)",
+        ));
+    }
+    if v.is_infinite() {
+        return Err(ExprError::new(
+            "22003",
+            "cannot convert infinity to numeric",
+        ));
+    }
+    let s = if single {
+        format!("{:.5e}", v as f32)
+    } else {
+        format!("{:.14e}", v)
+    };
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let mant = if mant.contains('.') {
+        mant.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        mant
+    };
+    parse_decimal(&format!("{}e{}", mant, exp)).map_err(|_| numeric_overflow())
+}
+
+/// Exact (correctly rounded) conversion through the decimal text.
+pub fn decimal_to_f64(d: &Decimal) -> f64 {
+    format_decimal(d).parse().unwrap_or(f64::NAN)
+}
+
+fn f64_to_f32(v: f64) -> ExprResult<f64> {
+    let r = v as f32;
+    if r.is_infinite() && !v.is_infinite() {
+        return Err(ExprError::new("22003", "value out of range: overflow"));
+    }
+    if r == 0.0 && v != 0.0 {
+        return Err(ExprError::new("22003", "value out of range: underflow"));
+    }
+    Ok(r as f64)
+}
+
+/// Cast a non-null value to `to`, PostgreSQL style. Callers decide whether
+/// the cast is allowed in their context; impossible casts fail with 42846.
+pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
+    use ScalarValue as S;
+    let from = v.data_type();
+    if from == to {
+        return Ok(v);
+    }
+    Ok(match (v, to) {
+        (S::Boolean(b), DataType::Varchar) => S::varchar(if b { "true" } else { "false" }),
+        (v, DataType::Varchar) => S::varchar(format_datum(&v)),
+        (S::Varchar(s), to) => parse_datum(to, &s)?,
+        (S::Int16(x), to) => from_i64(x as i64, to)?,
+        (S::Int32(x), DataType::Boolean) => S::Boolean(x != 0),
+        (S::Int32(x), to) => from_i64(x as i64, to)?,
+        (S::Int64(x), to) if to != DataType::Boolean => from_i64(x, to)?,
+        (S::Float32(x), DataType::Float64) => S::Float64(x),
+        (S::Float64(x), DataType::Float32) => S::Float32(F64(f64_to_f32(x.0)?)),
+        (S::Float32(x) | S::Float64(x), DataType::Decimal) => {
+            S::Decimal(float_to_decimal(x.0, from == DataType::Float32)?)
+        }
+        (S::Float32(x) | S::Float64(x), to) if to.is_integer() => {
+            // float4 rounds in single precision, as PostgreSQL's ftoi4.
+            float_to_int(x.0, to)?
+        }
+        (S::Decimal(d), DataType::Float64) => S::float64(decimal_to_f64(&d)),
+        (S::Decimal(d), DataType::Float32) => S::Float32(F64(f64_to_f32(decimal_to_f64(&d))?)),
+        (S::Decimal(d), to) if to.is_integer() => decimal_to_int(d, to)?,
+        (S::Boolean(b), DataType::Int32) => S::Int32(b as i32),
+        (S::Date(d), DataType::Timestamp) => S::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
+        (S::Timestamp(t), DataType::Date) => S::Date(t.date()),
+        (_, to) => return Err(cannot_cast(from, to)),
+    })
+}

@@ -1,0 +1,154 @@
+//! String functions and LIKE with PostgreSQL semantics (character, not
+//! byte, positions; the database encoding is UTF-8).
+
+use super::{ExprError, ExprResult};
+
+/// `substr(s, from [, count])`: 1-based; positions before the start still
+/// count towards `count` (`substr('hello', 0, 3)` is `he`).
+pub fn substr(s: &str, from: i32, count: Option<i32>) -> ExprResult<String> {
+    let start = from as i64;
+    let end = match count {
+        Some(c) if c < 0 => {
+            return Err(ExprError::new(
+                "22011",
+                "negative substring length not allowed",
+            ))
+        }
+        Some(c) => start + c as i64,
+        None => i64::MAX,
+    };
+    let s1 = start.max(1);
+    if end <= s1 {
+        return Ok(String::new());
+    }
+    Ok(s.chars()
+        .skip((s1 - 1) as usize)
+        .take(usize::try_from(end - s1).unwrap_or(usize::MAX))
+        .collect())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum TrimSide {
+    Both,
+    Leading,
+    Trailing,
+}
+
+/// `btrim`/`ltrim`/`rtrim`: strip any of `chars` (default a space).
+pub fn trim(s: &str, chars: Option<&str>, side: TrimSide) -> String {
+    let set: Vec<char> = chars.unwrap_or(" ").chars().collect();
+    let is_trimmed = |c: char| set.contains(&c);
+    match side {
+        TrimSide::Both => s.trim_matches(is_trimmed),
+        TrimSide::Leading => s.trim_start_matches(is_trimmed),
+        TrimSide::Trailing => s.trim_end_matches(is_trimmed),
+    }
+    .to_string()
+}
+
+/// `replace(s, from, to)`; an empty `from` leaves `s` unchanged.
+pub fn replace(s: &str, from: &str, to: &str) -> String {
+    if from.is_empty() {
+        s.to_string()
+    } else {
+        s.replace(from, to)
+    }
+}
+
+/// `POSITION(sub IN s)`: 1-based character position, 0 when absent.
+pub fn position(sub: &str, s: &str) -> i32 {
+    match s.find(sub) {
+        Some(byte) => s[..byte].chars().count() as i32 + 1,
+        None => 0,
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Lit(char),
+    One,
+    Any,
+}
+
+fn compile(pattern: &str, escape: Option<char>) -> ExprResult<Vec<Tok>> {
+    let mut out = Vec::new();
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        if Some(c) == escape {
+            match it.next() {
+                Some(n) => out.push(Tok::Lit(n)),
+                None => {
+                    return Err(ExprError::new(
+                        "22025",
+                        "LIKE pattern must not end with escape character",
+                    ))
+                }
+            }
+        } else if c == '%' {
+            if out.last() != Some(&Tok::Any) {
+                out.push(Tok::Any);
+            }
+        } else if c == '_' {
+            out.push(Tok::One);
+        } else {
+            out.push(Tok::Lit(c));
+        }
+    }
+    Ok(out)
+}
+
+/// `s LIKE pattern [ESCAPE e]` (`\` by default; an empty escape disables
+/// escaping). `case_insensitive` is ILIKE.
+pub fn like(
+    s: &str,
+    pattern: &str,
+    escape: Option<&str>,
+    case_insensitive: bool,
+) -> ExprResult<bool> {
+    let escape = match escape {
+        None => Some('\\'),
+        Some(e) => {
+            let mut cs = e.chars();
+            match (cs.next(), cs.next()) {
+                (None, _) => None,
+                (Some(c), None) => Some(c),
+                _ => return Err(ExprError::new("22019", "invalid escape string")),
+            }
+        }
+    };
+    let (s, pattern) = if case_insensitive {
+        (s.to_lowercase(), pattern.to_lowercase())
+    } else {
+        (s.to_string(), pattern.to_string())
+    };
+    let toks = compile(&pattern, escape)?;
+    let text: Vec<char> = s.chars().collect();
+    // Greedy match with backtracking to the last `%`: linear in practice.
+    let (mut ti, mut pi) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < text.len() {
+        match toks.get(pi) {
+            Some(Tok::Any) => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(Tok::One) => {
+                ti += 1;
+                pi += 1;
+            }
+            Some(Tok::Lit(c)) if *c == text[ti] => {
+                ti += 1;
+                pi += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return Ok(false),
+            },
+        }
+    }
+    Ok(toks[pi..].iter().all(|t| *t == Tok::Any))
+}
