@@ -32,6 +32,8 @@ mod top_n;
 mod perf_tests;
 #[cfg(test)]
 mod test_utils;
+#[cfg(test)]
+mod tests;
 
 use crate::common::Row;
 use crate::expr::ExprError;

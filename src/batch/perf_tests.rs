@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use super::test_utils::*;
 use super::{execute, ScanSource};
-use crate::common::{DataType, Row, ScalarValue};
+use crate::common::{DataType, Field, Row, ScalarValue};
+use crate::expr::{agg_return_type, AggCall, AggKind};
 use crate::planner::logical::{JoinKind, LogicalPlan, OrderKey};
 
 const N: i64 = 1_000_000;
@@ -84,6 +85,49 @@ fn perf_million_rows() {
     time("group by int (100k groups)", &distinct(1), &src);
     time("group by varchar (1k groups)", &distinct(2), &src);
     time("group by unique int (1M)", &distinct(0), &src);
+    let call = |kind, arg: Option<usize>| AggCall {
+        kind,
+        arg,
+        arg_type: arg.map(|_| DataType::Int64),
+        return_type: agg_return_type(kind, arg.map(|_| DataType::Int64)).expect("type"),
+        distinct: false,
+    };
+    let aggs = |group_by: Vec<usize>, aggs: Vec<AggCall>| LogicalPlan::Aggregate {
+        input: big(),
+        fields: (0..group_by.len() + aggs.len())
+            .map(|i| Field::new(format!("f{i}"), DataType::Int64))
+            .collect(),
+        group_by,
+        aggs,
+    };
+    time(
+        "count(*), sum (no group by)",
+        &aggs(
+            vec![],
+            vec![call(AggKind::CountStar, None), call(AggKind::Sum, Some(0))],
+        ),
+        &src,
+    );
+    time(
+        "min, max (no group by)",
+        &aggs(
+            vec![],
+            vec![call(AggKind::Min, Some(0)), call(AggKind::Max, Some(0))],
+        ),
+        &src,
+    );
+    time(
+        "count, sum, min by 100k groups",
+        &aggs(
+            vec![1],
+            vec![
+                call(AggKind::Count, Some(0)),
+                call(AggKind::Sum, Some(0)),
+                call(AggKind::Min, Some(0)),
+            ],
+        ),
+        &src,
+    );
     let join = |kind| LogicalPlan::Join {
         left: big(),
         right: Box::new(src.scan_plan("dim")),
