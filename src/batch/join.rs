@@ -539,6 +539,23 @@ mod tests {
     }
 
     #[test]
+    fn key_type_mismatch_is_internal_error() {
+        let src = MockSource::new().with_table("a", &[Int32], "1").with_table(
+            "b",
+            &[DataType::Int64],
+            "1",
+        );
+        let plan = LogicalPlan::Join {
+            left: Box::new(src.scan_plan("a")),
+            right: Box::new(src.scan_plan("b")),
+            kind: JoinKind::Inner,
+            on: vec![(0, 0)],
+            condition: None,
+        };
+        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+    }
+
+    #[test]
     fn bad_key_index_is_internal_error() {
         let err =
             execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[(0, 2)], None).unwrap_err();
