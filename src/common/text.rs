@@ -96,21 +96,9 @@ pub fn format_float(v: f64, single: bool) -> String {
     if v == 0.0 {
         return if v.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    // Rust's `{:e}` prints the shortest round-trip digits for the type.
-    let sci = if single {
-        format!("{:e}", v as f32)
-    } else {
-        format!("{:e}", v)
-    };
-    let (mant, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mant) = match mant.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mant),
-    };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let (digits, exp) = shortest_digits(v.abs(), single);
     let mut out = String::new();
-    if neg {
+    if v < 0.0 {
         out.push('-');
     }
     let limit = if single { 6 } else { 15 };
@@ -139,6 +127,140 @@ pub fn format_float(v: f64, single: bool) -> String {
         out.push_str(&digits);
     }
     out
+}
+
+/// Split Rust's `{:e}` output of a positive float into its significant
+/// digits (no trailing zeros) and decimal exponent.
+fn split_sci(sci: &str) -> (String, i32) {
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let mut digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    while digits.len() > 1 && digits.ends_with('0') {
+        digits.pop();
+    }
+    (digits, exp.parse().unwrap_or(0))
+}
+
+/// The shortest digits that read back as `v` (positive, finite, nonzero),
+/// like PostgreSQL's Ryu-based output. Unlike Rust's formatter, PostgreSQL
+/// never picks a candidate lying exactly halfway to a neighbouring float
+/// (`2.2451034397015392e+16`, not `2.245103439701539e+16`), so such a
+/// candidate is replaced by the next longer one.
+fn shortest_digits(v: f64, single: bool) -> (String, i32) {
+    let sci = if single {
+        format!("{:e}", v as f32)
+    } else {
+        format!("{:e}", v)
+    };
+    let (digits, exp) = split_sci(&sci);
+    if midpoint_side(&digits, exp, v, single).is_none() {
+        return (digits, exp);
+    }
+    let round_trips = |d: &str, e: i32| {
+        let s = format!("{}e{}", d, e - d.len() as i32 + 1);
+        if single {
+            s.parse::<f32>().ok() == Some(v as f32)
+        } else {
+            s.parse::<f64>().ok() == Some(v)
+        }
+    };
+    let max = if single { 9 } else { 17 };
+    for n in digits.len()..=max {
+        // The correctly rounded n-digit candidate; when it sits exactly on
+        // a midpoint, its neighbour one unit towards `v` may be inside.
+        let sci = if single {
+            format!("{:.*e}", n - 1, v as f32)
+        } else {
+            format!("{:.*e}", n - 1, v)
+        };
+        let (d, e) = split_sci(&sci);
+        let Some(above) = midpoint_side(&d, e, v, single) else {
+            if round_trips(&d, e) {
+                return (d, e);
+            }
+            continue;
+        };
+        let full = format!("{:0<width$}", d, width = n);
+        if let Some((d2, e2)) = step_digits(&full, e, !above) {
+            if round_trips(&d2, e2) && midpoint_side(&d2, e2, v, single).is_none() {
+                return (d2, e2);
+            }
+        }
+    }
+    (digits, exp)
+}
+
+/// The n-digit decimal one unit in the last place up or down from
+/// `digits × 10^(exp - n + 1)`, as (digits without trailing zeros, exp).
+fn step_digits(digits: &str, exp: i32, up: bool) -> Option<(String, i32)> {
+    let n = digits.len();
+    let d: u64 = digits.parse().ok()?;
+    let last = exp - n as i32 + 1;
+    let stepped = if up { d + 1 } else { d.checked_sub(1)? };
+    if stepped == 0 {
+        return None;
+    }
+    let s = stepped.to_string();
+    // 999 + 1 = 1000 gains a digit, 1000 - 1 = 999 loses one.
+    let exp = last + s.len() as i32 - 1;
+    let trimmed = s.trim_end_matches('0');
+    Some((trimmed.to_string(), exp))
+}
+
+/// Whether `digits × 10^(exp - len + 1)` is exactly halfway between `v`
+/// and one of its neighbours (`Some(true)`: the one above), compared
+/// exactly through the factors 2 and 5.
+fn midpoint_side(digits: &str, exp: i32, v: f64, single: bool) -> Option<bool> {
+    let mut d = digits.parse::<u64>().ok()?;
+    let e10 = exp - digits.len() as i32 + 1;
+    let (m, e2, boundary) = if single {
+        let bits = (v as f32).to_bits();
+        let (eb, frac) = ((bits >> 23) & 0xff, (bits & 0x7f_ffff) as u64);
+        if eb == 0 {
+            (frac, -149, false)
+        } else {
+            (frac | 1 << 23, eb as i32 - 150, frac == 0 && eb > 1)
+        }
+    } else {
+        let bits = v.to_bits();
+        let (eb, frac) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+        if eb == 0 {
+            (frac, -1074, false)
+        } else {
+            (frac | 1 << 52, eb as i32 - 1075, frac == 0 && eb > 1)
+        }
+    };
+    if d == 0 {
+        return None;
+    }
+    let (mut twos, mut fives) = (0i32, 0i32);
+    while d % 2 == 0 {
+        d /= 2;
+        twos += 1;
+    }
+    while d % 5 == 0 {
+        d /= 5;
+        fives += 1;
+    }
+    // candidate = d · 2^(twos+e10) · 5^(fives+e10), d coprime to 10;
+    // a midpoint is odd · 2^p2.
+    let equals = |odd: u64, p2: i32| {
+        let k = fives + e10;
+        twos + e10 == p2
+            && (0..=27).contains(&k)
+            && (d as u128).checked_mul(5u128.pow(k as u32)) == Some(odd as u128)
+    };
+    let lower = if boundary {
+        equals(4 * m - 1, e2 - 2)
+    } else {
+        m > 0 && equals(2 * m - 1, e2 - 1)
+    };
+    if equals(2 * m + 1, e2 - 1) {
+        Some(true)
+    } else if lower {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
@@ -311,7 +433,12 @@ pub fn parse_decimal(s: &str) -> Result<Decimal, ParseError> {
                     // Round half away from zero on the dropped digits.
                     if frac.as_bytes()[keep] >= b'5' {
                         let ulp = Decimal::new(1, keep as u32);
-                        d = if neg { d - ulp } else { d + ulp };
+                        d = if neg {
+                            d.checked_sub(ulp)
+                        } else {
+                            d.checked_add(ulp)
+                        }
+                        .ok_or_else(overflow)?;
                     }
                     break d;
                 }

@@ -498,7 +498,7 @@ fn save_multiset(map: &BTreeMap<ScalarValue, i64>, row: &mut Row) {
 
 fn load_multiset(state: &[Datum], map: &mut BTreeMap<ScalarValue, i64>) -> ExprResult<()> {
     map.clear();
-    if state.len() % 2 != 0 {
+    if !state.len().is_multiple_of(2) {
         return Err(corrupt());
     }
     for pair in state.chunks(2) {

@@ -48,7 +48,7 @@ fn cannot_cast(from: DataType, to: DataType) -> ExprError {
 fn float_to_int(v: f64, to: DataType) -> ExprResult<ScalarValue> {
     let r = v.round_ties_even();
     // i64::MAX as f64 rounds up to 2^63, hence the strict bound.
-    if r.is_nan() || r < -9_223_372_036_854_775_808.0 || r >= 9_223_372_036_854_775_808.0 {
+    if r.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&r) {
         return Err(int_out_of_range(to));
     }
     from_i64(r as i64, to)

@@ -101,7 +101,7 @@ fn eval_args(args: &[Expr], row: &Row) -> ExprResult<Vec<Datum>> {
     args.iter().map(|a| a.eval(row)).collect()
 }
 
-fn arg<'a>(vals: &'a [Datum], i: usize) -> ExprResult<&'a Datum> {
+fn arg(vals: &[Datum], i: usize) -> ExprResult<&Datum> {
     vals.get(i)
         .ok_or_else(|| internal(format!("missing argument {}", i + 1)))
 }

@@ -42,6 +42,21 @@ fn float8_output() {
         assert_eq!(fmt(DataType::Float64, input), want, "{}", input);
     }
     assert_eq!(format_float(0.1 + 0.2, false), "0.30000000000000004");
+    // The shortest candidate lies exactly halfway to the neighbour: PG
+    // prints the next longer one.
+    assert_eq!(
+        fmt(DataType::Float64, "-2.245103439701539e+16"),
+        "-2.2451034397015392e+16"
+    );
+    assert_eq!(
+        fmt(DataType::Float64, "-3.734776531836002e+16"),
+        "-3.7347765318360016e+16"
+    );
+    assert_eq!(
+        fmt(DataType::Float64, "9007199254740993"),
+        "9.007199254740992e+15"
+    );
+    assert_eq!(fmt(DataType::Float64, "1e23"), "9.999999999999999e+22");
     assert_eq!(format_float(-2.5, false), "-2.5");
 }
 
@@ -57,6 +72,8 @@ fn float4_output() {
         ("1.1", "1.1"),
         ("3.4028235e38", "3.4028235e+38"),
         ("100000.5", "100000.5"),
+        ("5.010503e+07", "5.0105032e+07"),
+        ("443248384", "4.4324838e+08"),
     ];
     for (input, want) in cases {
         assert_eq!(fmt(DataType::Float32, input), want, "{}", input);
