@@ -1,0 +1,239 @@
+//! Row-at-a-time operators: `Values`, `Project`, `Filter`.
+
+use super::{check_expr, BatchError, BatchResult};
+use crate::common::Row;
+use crate::expr::Expr;
+
+/// Evaluate constant rows. Each expression sees an empty input row, so a
+/// column reference in `VALUES` is a planner bug and reported as such.
+pub fn execute_values(rows: &[Vec<Expr>], width: usize) -> BatchResult<Vec<Row>> {
+    let empty: Row = Vec::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for exprs in rows {
+        if exprs.len() != width {
+            return Err(BatchError::internal(format!(
+                "VALUES row of {} expressions for {width} columns",
+                exprs.len()
+            )));
+        }
+        let mut row = Vec::with_capacity(width);
+        for e in exprs {
+            check_expr("VALUES expression", e, 0)?;
+            row.push(e.eval(&empty)?);
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// Evaluate `exprs` over every row.
+pub fn execute_project(rows: Vec<Row>, exprs: &[Expr], width: usize) -> BatchResult<Vec<Row>> {
+    for e in exprs {
+        check_expr("projection", e, width)?;
+    }
+    // The common shape of a projection is pure column selection (hidden
+    // columns dropped, columns reordered): then each value can be moved out
+    // of its input row instead of cloned, provided no column is taken twice.
+    if let Some(cols) = distinct_column_selection(exprs, width) {
+        return Ok(rows
+            .into_iter()
+            .map(|mut row| cols.iter().map(|&i| row[i].take()).collect())
+            .collect());
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let mut new = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            new.push(e.eval(row)?);
+        }
+        out.push(new);
+    }
+    Ok(out)
+}
+
+/// The selected columns if every expression is a column reference and no
+/// column is referenced twice.
+fn distinct_column_selection(exprs: &[Expr], width: usize) -> Option<Vec<usize>> {
+    let mut seen = vec![false; width];
+    let mut cols = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        match e {
+            Expr::InputRef { index, .. } if !seen[*index] => {
+                seen[*index] = true;
+                cols.push(*index);
+            }
+            _ => return None,
+        }
+    }
+    Some(cols)
+}
+
+/// Keep the rows where `predicate` is TRUE (NULL rejects, as in `WHERE`).
+pub fn execute_filter(rows: Vec<Row>, predicate: &Expr, width: usize) -> BatchResult<Vec<Row>> {
+    check_expr("filter predicate", predicate, width)?;
+    // A constant predicate (`WHERE false` after folding, `WHERE 1 = 1`)
+    // decides for every row at once.
+    if let Expr::Literal { .. } = predicate {
+        let keep = predicate.eval_predicate(&Vec::new())?;
+        return Ok(if keep { rows } else { Vec::new() });
+    }
+    // In place: kept rows move down, no second vector.
+    let mut rows = rows;
+    let mut error = None;
+    rows.retain(|row| {
+        if error.is_some() {
+            return false;
+        }
+        predicate.eval_predicate(row).unwrap_or_else(|e| {
+            error = Some(e);
+            false
+        })
+    });
+    match error {
+        Some(e) => Err(e.into()),
+        None => Ok(rows),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::*;
+    use super::super::{execute, BatchError};
+    use crate::common::{DataType, Field, ScalarValue};
+    use crate::planner::logical::LogicalPlan;
+
+    const T: &[DataType] = &[DataType::Int32, DataType::Varchar, DataType::Boolean];
+
+    fn source() -> MockSource {
+        MockSource::new().with_table(
+            "t",
+            T,
+            "1 a t
+             2 . f
+             3 c .",
+        )
+    }
+
+    #[test]
+    fn scan_returns_all_rows() {
+        let src = source();
+        let out = execute(&src.scan_plan("t"), &src).unwrap();
+        assert_rows(&out, "1 a t\n2 . f\n3 c .");
+    }
+
+    #[test]
+    fn scan_rejects_short_rows() {
+        let mut src = source();
+        src.tables.get_mut("t").unwrap().1.push(vec![None]);
+        let err: BatchError = execute(&src.scan_plan("t"), &src).unwrap_err();
+        assert_eq!(err.code, "XX000");
+    }
+
+    #[test]
+    fn values_evaluate_over_empty_row() {
+        let src = MockSource::new();
+        let plan = LogicalPlan::Values {
+            rows: vec![
+                vec![
+                    int(1),
+                    lit(Some(ScalarValue::varchar("x")), DataType::Varchar),
+                ],
+                vec![int(2), null(DataType::Varchar)],
+            ],
+            fields: vec![
+                Field::new("a", DataType::Int32),
+                Field::new("b", DataType::Varchar),
+            ],
+        };
+        assert_rows(&execute(&plan, &src).unwrap(), "1 x\n2 .");
+    }
+
+    #[test]
+    fn values_with_column_reference_is_internal_error() {
+        let src = MockSource::new();
+        let plan = LogicalPlan::Values {
+            rows: vec![vec![col(0, DataType::Int32)]],
+            fields: vec![Field::new("a", DataType::Int32)],
+        };
+        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+    }
+
+    #[test]
+    fn project_selects_and_reorders() {
+        let src = source();
+        let plan = project(
+            src.scan_plan("t"),
+            vec![col(1, DataType::Varchar), col(0, DataType::Int32)],
+        );
+        assert_rows(&execute(&plan, &src).unwrap(), "a 1\n. 2\nc 3");
+    }
+
+    #[test]
+    fn project_duplicates_and_literals() {
+        let src = source();
+        let plan = project(
+            src.scan_plan("t"),
+            vec![col(0, DataType::Int32), col(0, DataType::Int32), int(7)],
+        );
+        assert_rows(&execute(&plan, &src).unwrap(), "1 1 7\n2 2 7\n3 3 7");
+    }
+
+    #[test]
+    fn project_out_of_range_is_internal_error() {
+        let src = source();
+        let plan = project(src.scan_plan("t"), vec![col(5, DataType::Int32)]);
+        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+    }
+
+    #[test]
+    fn filter_keeps_only_true() {
+        // Column 2 is TRUE, FALSE, NULL: only the TRUE row passes.
+        let src = source();
+        let plan = filter(src.scan_plan("t"), col(2, DataType::Boolean));
+        assert_rows(&execute(&plan, &src).unwrap(), "1 a t");
+    }
+
+    #[test]
+    fn filter_constant_predicates() {
+        let src = source();
+        let yes = filter(src.scan_plan("t"), boolean(Some(true)));
+        assert_eq!(execute(&yes, &src).unwrap().len(), 3);
+        let no = filter(src.scan_plan("t"), boolean(Some(false)));
+        assert!(execute(&no, &src).unwrap().is_empty());
+        let null = filter(src.scan_plan("t"), boolean(None));
+        assert!(execute(&null, &src).unwrap().is_empty());
+    }
+
+    #[test]
+    fn union_concatenates() {
+        let src = source();
+        let plan = LogicalPlan::Union {
+            inputs: vec![src.scan_plan("t"), src.scan_plan("t")],
+        };
+        assert_eq!(execute(&plan, &src).unwrap().len(), 6);
+        let empty = LogicalPlan::Union { inputs: vec![] };
+        assert!(execute(&empty, &src).unwrap().is_empty());
+    }
+
+    #[test]
+    fn union_width_mismatch_is_internal_error() {
+        let src = source();
+        let plan = LogicalPlan::Union {
+            inputs: vec![
+                src.scan_plan("t"),
+                project(src.scan_plan("t"), vec![col(0, DataType::Int32)]),
+            ],
+        };
+        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+    }
+
+    #[test]
+    fn filter_then_project_pipeline() {
+        let src = source();
+        let plan = project(
+            filter(src.scan_plan("t"), col(2, DataType::Boolean)),
+            vec![col(1, DataType::Varchar)],
+        );
+        assert_rows(&execute(&plan, &src).unwrap(), "a");
+    }
+}
