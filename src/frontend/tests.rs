@@ -439,3 +439,60 @@ async fn actor_failure_recovers_from_last_committed_epoch() {
     assert!(rows.contains(&vec![i(1), i(1)]) && rows.contains(&vec![i(3), i(3)]));
     assert_eq!(sorted_visible(&meta, &t), rows);
 }
+
+/// Run SQL through a session and render the rows of the last statement as
+/// sorted text lines.
+async fn sql(session: &dyn crate::frontend::Session, q: &str) -> Vec<String> {
+    let (results, err) = session.run_simple(q).await;
+    if let Some(e) = err {
+        panic!("{q}: {} ({})", e.message, e.code);
+    }
+    let mut lines: Vec<String> = match results.last() {
+        Some(crate::frontend::StatementResult::Rows { rows, .. }) => rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|d| match d {
+                        None => "NULL".to_string(),
+                        Some(v) => crate::common::text::format_datum(v),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect(),
+        _ => vec![],
+    };
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_aggregates_min_max_retraction() {
+    use crate::frontend::SessionFactory;
+    let meta = meta();
+    let s = crate::frontend::session::LocalSessionFactory { meta }.new_session("root", "dev");
+    sql(&*s, "SET rw_implicit_flush = true").await;
+    sql(&*s, "CREATE TABLE t (k int, v int)").await;
+    sql(&*s, "INSERT INTO t VALUES (1, 10), (1, 20), (2, 5), (2, NULL), (3, NULL)").await;
+    sql(&*s, "CREATE MATERIALIZED VIEW mv AS SELECT k, count(*) AS c, count(v) AS cv, sum(v) AS s, min(v) AS mi, max(v) AS ma, avg(v) AS a FROM t GROUP BY k").await;
+    sql(&*s, "CREATE MATERIALIZED VIEW g AS SELECT count(*) AS c, sum(v) AS s FROM t").await;
+    assert_eq!(
+        sql(&*s, "SELECT * FROM mv").await,
+        vec![
+            "1 2 2 30 10 20 15.0000000000000000",
+            "2 2 1 5 5 5 5.0000000000000000",
+            "3 1 0 NULL NULL NULL NULL"
+        ]
+    );
+    sql(&*s, "DELETE FROM t WHERE v = 20").await;
+    sql(&*s, "UPDATE t SET v = 7 WHERE k = 3").await;
+    sql(&*s, "DELETE FROM t WHERE k = 2").await;
+    assert_eq!(
+        sql(&*s, "SELECT * FROM mv").await,
+        vec!["1 1 1 10 10 10 10.0000000000000000", "3 1 1 7 7 7 7.0000000000000000"]
+    );
+    assert_eq!(sql(&*s, "SELECT * FROM g").await, vec!["2 17"]);
+    sql(&*s, "DELETE FROM t").await;
+    assert_eq!(sql(&*s, "SELECT * FROM g").await, vec!["0 NULL"]);
+    assert!(sql(&*s, "SELECT * FROM mv").await.is_empty());
+}
