@@ -30,9 +30,11 @@ mod conn;
 mod value;
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::net::TcpListener;
 
 use crate::frontend::SessionFactory;
@@ -58,9 +60,19 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let handlers = conn::Handlers::new(server.clone());
+                    let connection = pgwire::tokio::process_socket(socket, None, handlers);
                     tokio::spawn(async move {
-                        if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
-                            tracing::debug!(%peer, error = %e, "connection closed with an error");
+                        // pgwire's message decoders panic on some truncated
+                        // messages (a Bind shorter than its parameter counts
+                        // say): that must end this connection only.
+                        match AssertUnwindSafe(connection).catch_unwind().await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "connection closed with an error");
+                            }
+                            Err(_) => {
+                                tracing::warn!(%peer, "dropped a connection that sent a malformed message");
+                            }
                         }
                     });
                 }
