@@ -155,12 +155,14 @@ fn canned(session: &MockSession, sql: &str) -> Result<StatementResult, FrontendE
 
 /// `echo t1 t2 ...` takes one parameter per type name (`any` lets the
 /// client's declared type win, defaulting to varchar) and returns them.
+/// Placeholders (`$1`) may follow, for clients that insist on them.
 fn echo_types(sql: &str, declared: &[Option<DataType>]) -> Option<Vec<DataType>> {
     let mut words = sql.split_whitespace();
     if words.next() != Some("echo") {
         return None;
     }
     let types = words
+        .filter(|w| !w.starts_with('$'))
         .enumerate()
         .map(|(i, w)| {
             let named = match w {
