@@ -470,6 +470,18 @@ impl QueryParser for Parser {
             .collect::<Result<Vec<_>, _>>()
             .map_err(user_error)?;
         let (param_types, fields) = session.describe(sql, &declared).await.map_err(user_error)?;
+        // Clients encode a parameter by the type they declared and Bind
+        // decodes it by `param_types`: the session must keep declared types.
+        let kept = declared.len() <= param_types.len()
+            && declared
+                .iter()
+                .zip(&param_types)
+                .all(|(d, p)| d.is_none_or(|d| d == *p));
+        if !kept {
+            return Err(user_error(FrontendError::internal(format!(
+                "described parameter types {param_types:?} do not keep the declared {declared:?}"
+            ))));
+        }
         Ok(Some(Prepared {
             sql: sql.to_owned(),
             declared,
