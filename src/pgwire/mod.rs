@@ -27,6 +27,9 @@
 //! connection; the accept loop outlives any client.
 
 mod conn;
+mod extended;
+mod results;
+mod simple;
 mod value;
 
 use std::future::Future;
