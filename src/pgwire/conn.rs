@@ -80,6 +80,8 @@ impl PgWireServerHandlers for Handlers {
     }
 }
 
+/// One client connection: implements pgwire's startup, simple-query and
+/// extended-query handlers (in `simple.rs` and `extended.rs`).
 pub(super) struct Connection {
     server: Arc<Server>,
     session: SessionSlot,
@@ -93,6 +95,7 @@ impl Connection {
     }
 }
 
+/// The one place a [`FrontendError`] becomes an ErrorResponse.
 pub(super) fn error_info(e: FrontendError) -> ErrorInfo {
     let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message);
     info.severity_nonlocalized = Some("ERROR".to_owned());
