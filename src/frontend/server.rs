@@ -52,7 +52,11 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
     let factory = Arc::new(LocalSessionFactory { meta: meta.clone() });
     let (tx, rx) = watch::channel(false);
     let task = tokio::spawn(async move {
-        crate::pgwire::serve(listener, factory, rx).await;
+        let mut rx = rx;
+        crate::pgwire::serve(listener, factory, async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        })
+        .await;
     });
     Ok(ServerHandle {
         addr,

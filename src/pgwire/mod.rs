@@ -1,9 +1,90 @@
-//! (stub until the pgwire layer lands)
-use std::sync::Arc;
+//! The PostgreSQL wire protocol: accepts connections and serves each with
+//! its own [`Session`](crate::frontend::Session).
+//!
+//! The protocol itself (framing, SSL refusal, startup, the extended-query
+//! state machine that discards messages until Sync after an error) is the
+//! `pgwire` crate's; this module supplies the handlers:
+//!
+//! - startup: no password, any user and database; the session is created
+//!   from the startup packet's `user` and `database` (defaulting to the user,
+//!   as in PostgreSQL), and the server parameters psql and drivers expect are
+//!   reported (`server_version`, `DateStyle`, `TimeZone`, ...).
+//! - simple query: [`Session::run_simple`](crate::frontend::Session::run_simple),
+//!   every result with its exact command tag, then the error if any, then
+//!   ReadyForQuery.
+//! - extended query: Parse calls
+//!   [`Session::describe`](crate::frontend::Session::describe) (so errors
+//!   surface at Parse, as in PostgreSQL) and keeps the inferred parameter
+//!   types and result columns; Bind checks and decodes the parameters in
+//!   text or binary; Execute runs
+//!   [`Session::run_extended`](crate::frontend::Session::run_extended) and
+//!   encodes rows in the formats Bind asked for, honouring Execute's row
+//!   limit with PortalSuspended.
+//!
+//! Errors become ErrorResponses here and only here (STYLE §7): a
+//! [`FrontendError`](crate::frontend::FrontendError) keeps its SQLSTATE,
+//! message, detail and hint. A connection's task only ever ends its own
+//! connection; the accept loop outlives any client.
 
+mod conn;
+mod extended;
+mod results;
+mod simple;
+mod value;
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::net::TcpListener;
+
+use crate::frontend::SessionFactory;
+
+/// Accept PostgreSQL connections on `listener` until `shutdown` completes.
+///
+/// Each connection runs in its own task with a session from `factory`. When
+/// `shutdown` resolves the listener stops accepting and `serve` returns;
+/// connections already open keep running until their clients disconnect
+/// (or the runtime stops). Accept errors (such as running out of file
+/// descriptors) are logged and retried after a short pause.
 pub async fn serve(
-    _listener: tokio::net::TcpListener,
-    _factory: Arc<dyn crate::frontend::SessionFactory>,
-    _shutdown: tokio::sync::watch::Receiver<bool>,
+    listener: TcpListener,
+    factory: Arc<dyn SessionFactory>,
+    shutdown: impl Future<Output = ()>,
 ) {
+    let server = Arc::new(conn::Server::new(factory));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let handlers = conn::Handlers::new(server.clone());
+                    let connection = pgwire::tokio::process_socket(socket, None, handlers);
+                    tokio::spawn(async move {
+                        // pgwire's message decoders panic on some truncated
+                        // messages (a Bind shorter than its parameter counts
+                        // say): that must end this connection only.
+                        match AssertUnwindSafe(connection).catch_unwind().await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "connection closed with an error");
+                            }
+                            Err(_) => {
+                                tracing::warn!(%peer, "dropped a connection that sent a malformed message");
+                            }
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    // Errors like EMFILE persist for a while: do not spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
 }
