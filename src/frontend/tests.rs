@@ -473,9 +473,17 @@ async fn sql_aggregates_min_max_retraction() {
     let s = crate::frontend::session::LocalSessionFactory { meta }.new_session("root", "dev");
     sql(&*s, "SET rw_implicit_flush = true").await;
     sql(&*s, "CREATE TABLE t (k int, v int)").await;
-    sql(&*s, "INSERT INTO t VALUES (1, 10), (1, 20), (2, 5), (2, NULL), (3, NULL)").await;
+    sql(
+        &*s,
+        "INSERT INTO t VALUES (1, 10), (1, 20), (2, 5), (2, NULL), (3, NULL)",
+    )
+    .await;
     sql(&*s, "CREATE MATERIALIZED VIEW mv AS SELECT k, count(*) AS c, count(v) AS cv, sum(v) AS s, min(v) AS mi, max(v) AS ma, avg(v) AS a FROM t GROUP BY k").await;
-    sql(&*s, "CREATE MATERIALIZED VIEW g AS SELECT count(*) AS c, sum(v) AS s FROM t").await;
+    sql(
+        &*s,
+        "CREATE MATERIALIZED VIEW g AS SELECT count(*) AS c, sum(v) AS s FROM t",
+    )
+    .await;
     assert_eq!(
         sql(&*s, "SELECT * FROM mv").await,
         vec![
@@ -489,7 +497,10 @@ async fn sql_aggregates_min_max_retraction() {
     sql(&*s, "DELETE FROM t WHERE k = 2").await;
     assert_eq!(
         sql(&*s, "SELECT * FROM mv").await,
-        vec!["1 1 1 10 10 10 10.0000000000000000", "3 1 1 7 7 7 7.0000000000000000"]
+        vec![
+            "1 1 1 10 10 10 10.0000000000000000",
+            "3 1 1 7 7 7 7.0000000000000000"
+        ]
     );
     assert_eq!(sql(&*s, "SELECT * FROM g").await, vec!["2 17"]);
     sql(&*s, "DELETE FROM t").await;

@@ -49,4 +49,3 @@ impl From<crate::expr::ExprError> for SqlError {
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
-
