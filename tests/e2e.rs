@@ -268,11 +268,13 @@ async fn run_file(
                 Ok(c) => c,
                 Err(e) => return Outcome::Failed(format!("connect to PostgreSQL: {e}")),
             };
-            if let Err(e) = admin_client
-                .simple_query(&format!("DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}"))
-                .await
-            {
-                return Outcome::Failed(format!("create database: {}", describe_pg_error(&e)));
+            for sql in [
+                format!("DROP DATABASE IF EXISTS {db}"),
+                format!("CREATE DATABASE {db}"),
+            ] {
+                if let Err(e) = admin_client.simple_query(&sql).await {
+                    return Outcome::Failed(format!("{sql}: {}", describe_pg_error(&e)));
+                }
             }
             let mut config = admin.clone();
             config.dbname(&db);
