@@ -13,7 +13,9 @@
 //! statement log (also written to `target/differential-seed-<seed>.log`).
 //!
 //! Environment: `DIFF_SEEDS=1,2,3` overrides the seeds, `DIFF_ROUNDS=n` the
-//! rounds per seed. Without PostgreSQL 15 the test is skipped, except under
+//! rounds per seed, `DIFF_VERBOSE=1` prints the size of every MV, and
+//! `DIFF_SELF_CHECK=1` checks the harness against a second PostgreSQL
+//! database instead of ebbflow. Without PostgreSQL 15 the test is skipped, except under
 //! `CI=true` where that is a failure.
 
 mod common;
@@ -133,6 +135,27 @@ const MVS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The system under test: ebbflow, or (`DIFF_SELF_CHECK=1`, to check the
+/// harness itself) a second PostgreSQL database where MVs become views and
+/// FLUSH is a no-op.
+struct Eb {
+    client: Client,
+    self_check: bool,
+}
+
+impl Eb {
+    async fn run(&self, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+        if !self.self_check {
+            return run(&self.client, sql).await;
+        }
+        if sql == "FLUSH" {
+            return Ok(Vec::new());
+        }
+        let sql = sql.replace("CREATE MATERIALIZED VIEW", "CREATE VIEW");
+        run(&self.client, &sql).await
+    }
+}
+
 /// Runs one statement, returning its rows (text, NULL as `None`).
 async fn run(client: &Client, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
     let msgs = client
@@ -192,7 +215,9 @@ struct Gen {
     t3_ids: BTreeSet<i32>,
 }
 
-const WORDS: &[&str] = &["apple", "Berry", "cherry", "date", "Elder", "fig", "", "grape"];
+const WORDS: &[&str] = &[
+    "apple", "Berry", "cherry", "date", "Elder", "fig", "", "grape",
+];
 
 impl Gen {
     fn null(&mut self, p: f64) -> bool {
@@ -290,10 +315,7 @@ impl Gen {
         for _ in 0..n {
             let Some(id) = self.fresh_id(3) else { break };
             self.t3_ids.insert(id);
-            let (k, x) = (
-                self.int_or_null(0, 250, 0.1),
-                self.int_or_null(0, 50, 0.1),
-            );
+            let (k, x) = (self.int_or_null(0, 250, 0.1), self.int_or_null(0, 50, 0.1));
             rows.push(format!("({id}, {k}, {x})"));
         }
         (!rows.is_empty()).then(|| format!("INSERT INTO t3 VALUES {}", rows.join(", ")))
@@ -317,7 +339,10 @@ impl Gen {
         match self.rng.gen_range(0..6) {
             0 => {
                 let p = self.pred("t1");
-                format!("UPDATE t1 SET v = v + {} WHERE {p}", self.rng.gen_range(-50..50))
+                format!(
+                    "UPDATE t1 SET v = v + {} WHERE {p}",
+                    self.rng.gen_range(-50..50)
+                )
             }
             1 => {
                 let (s, b, p) = (self.word(), self.bool(), self.pred("t1"));
@@ -390,7 +415,10 @@ impl SeedRun {
             .join(format!("differential-seed-{}.log", self.seed));
         let _ = std::fs::write(&path, self.log.join(";\n") + ";\n");
         let tail: Vec<&String> = self.log.iter().rev().take(60).collect();
-        let mut msg = format!("seed {}: {what}\n--- last statements (newest last) ---\n", self.seed);
+        let mut msg = format!(
+            "seed {}: {what}\n--- last statements (newest last) ---\n",
+            self.seed
+        );
         for s in tail.into_iter().rev() {
             let _ = writeln!(msg, "{s};");
         }
@@ -399,10 +427,10 @@ impl SeedRun {
     }
 
     /// Runs a DML statement in both; both must succeed.
-    async fn both(&mut self, pg: &Client, eb: &Client, sql: &str) -> Result<(), String> {
+    async fn both(&mut self, pg: &Client, eb: &Eb, sql: &str) -> Result<(), String> {
         self.log.push(sql.to_string());
         let p = run(pg, sql).await;
-        let e = run(eb, sql).await;
+        let e = eb.run(sql).await;
         match (p, e) {
             (Ok(_), Ok(_)) => Ok(()),
             (Err(pe), Ok(_)) => Err(self.fail(&format!(
@@ -415,9 +443,9 @@ impl SeedRun {
         }
     }
 
-    async fn compare_all(&mut self, pg: &Client, eb: &Client, round: usize) -> Result<(), String> {
+    async fn compare_all(&mut self, pg: &Client, eb: &Eb, round: usize) -> Result<(), String> {
         self.log.push("FLUSH".into());
-        run(eb, "FLUSH")
+        eb.run("FLUSH")
             .await
             .map_err(|e| self.fail(&format!("FLUSH failed: {e}")))?;
         for (name, def) in MVS {
@@ -425,9 +453,17 @@ impl SeedRun {
             let expected = run(pg, &sql)
                 .await
                 .map_err(|e| self.fail(&format!("PostgreSQL view {name}: {e}")))?;
-            let actual = run(eb, &sql)
+            let actual = eb
+                .run(&sql)
                 .await
                 .map_err(|e| self.fail(&format!("ebbflow `{sql}`: {e}")))?;
+            if std::env::var("DIFF_VERBOSE").is_ok_and(|v| v == "1") {
+                say(&format!(
+                    "  seed {} round {round}: {name} {} rows",
+                    self.seed,
+                    expected.len()
+                ));
+            }
             let (exp, act) = (multiset(&expected), multiset(&actual));
             if exp != act {
                 let missing = minus(&exp, &act);
@@ -473,15 +509,32 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
         .await
         .map_err(|e| describe_pg_error(&e))?;
 
-    let opts = ServerOptions::default();
-    let mut server = tokio::task::spawn_blocking(move || EbbflowServer::start(&opts))
-        .await
-        .map_err(|e| e.to_string())??;
+    let self_check = std::env::var("DIFF_SELF_CHECK").is_ok_and(|v| v == "1");
+    let mut server = if self_check {
+        run(&admin, &format!("DROP DATABASE IF EXISTS {db}_b")).await?;
+        run(&admin, &format!("CREATE DATABASE {db}_b")).await?;
+        None
+    } else {
+        let opts = ServerOptions::default();
+        Some(
+            tokio::task::spawn_blocking(move || EbbflowServer::start(&opts))
+                .await
+                .map_err(|e| e.to_string())??,
+        )
+    };
+    let eb_conn = match &server {
+        Some(s) => s.conn_str(),
+        None => pg.conn_str(&format!("{db}_b")),
+    };
     let result = async {
-        let eb = common::connect(&server.conn_str())
+        let client = common::connect(&eb_conn)
             .await
             .map_err(|e| format!("connect to ebbflow: {}", describe_pg_error(&e)))?;
-        let mut state = SeedRun { seed, log: Vec::new() };
+        let eb = Eb { client, self_check };
+        let mut state = SeedRun {
+            seed,
+            log: Vec::new(),
+        };
         let mut gen = Gen {
             rng: StdRng::seed_from_u64(seed),
             t1_ids: BTreeSet::new(),
@@ -505,7 +558,7 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
             run(&pgc, &pg_sql)
                 .await
                 .map_err(|e| state.fail(&format!("PostgreSQL `{pg_sql}`: {e}")))?;
-            run(&eb, &eb_sql)
+            eb.run(&eb_sql)
                 .await
                 .map_err(|e| state.fail(&format!("ebbflow `{eb_sql}`: {e}")))?;
         }
@@ -521,11 +574,17 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
         Ok::<_, String>(state.log.len())
     }
     .await;
-    let alive = server.is_running();
-    let log_tail = server.log.tail(30);
-    tokio::task::spawn_blocking(move || server.stop()).await.ok();
+    let alive = server.as_mut().is_none_or(|s| s.is_running());
+    let log_tail = server.as_ref().map(|s| s.log.tail(30)).unwrap_or_default();
+    if let Some(mut server) = server.take() {
+        tokio::task::spawn_blocking(move || server.stop())
+            .await
+            .ok();
+    }
     drop(pgc);
-    let _ = run(&admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
+    for d in [db.clone(), format!("{db}_b")] {
+        let _ = run(&admin, &format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)")).await;
+    }
     match result {
         Ok(n) => {
             say(&format!("differential: seed {seed} ok ({n} statements)"));
@@ -580,5 +639,8 @@ fn differential_against_postgres() {
         MVS.len(),
         started.elapsed().as_secs_f64()
     ));
-    assert!(failures.is_empty(), "differential failed for seeds {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "differential failed for seeds {failures:?}"
+    );
 }

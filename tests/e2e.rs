@@ -100,9 +100,7 @@ fn to_postgres(sql: &str) -> Option<String> {
     let words: Vec<&str> = upper.split_whitespace().collect();
     match words.as_slice() {
         ["FLUSH", ..] | ["FLUSH;", ..] => None,
-        ["SET", var, ..]
-            if var.starts_with("RW_") || var.starts_with("STREAMING_PARALLELISM") =>
-        {
+        ["SET", var, ..] if var.starts_with("RW_") || var.starts_with("STREAMING_PARALLELISM") => {
             None
         }
         ["CREATE", "MATERIALIZED", "VIEW", ..] | ["DROP", "MATERIALIZED", "VIEW", ..] => {
@@ -191,7 +189,7 @@ impl AsyncDB for Session {
 enum Target {
     Ebbflow,
     /// An existing PostgreSQL (admin connection string).
-    Postgres(tokio_postgres::Config),
+    Postgres(Box<tokio_postgres::Config>),
 }
 
 fn find_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -214,12 +212,7 @@ enum Outcome {
     Failed(String),
 }
 
-async fn run_file(
-    file: PathBuf,
-    target: Arc<Target>,
-    index: usize,
-    complete: bool,
-) -> Outcome {
+async fn run_file(file: PathBuf, target: Arc<Target>, index: usize, complete: bool) -> Outcome {
     let timeout = Duration::from_secs(
         std::env::var("SLT_FILE_TIMEOUT_SECS")
             .ok()
@@ -276,7 +269,7 @@ async fn run_file(
                     return Outcome::Failed(format!("{sql}: {}", describe_pg_error(&e)));
                 }
             }
-            let mut config = admin.clone();
+            let mut config = (**admin).clone();
             config.dbname(&db);
             let result = run_slt(&file, config, Engine::Postgres, complete, timeout).await;
             let _ = admin_client
@@ -381,9 +374,11 @@ fn e2e_slt() {
             let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
             let config = pg.conn_str("postgres").parse().expect("pg config");
             throwaway_pg = Some(pg);
-            Target::Postgres(config)
+            Target::Postgres(Box::new(config))
         }
-        Some(other) => Target::Postgres(other.parse().expect("SLT_TARGET: a PostgreSQL URL")),
+        Some(other) => Target::Postgres(Box::new(
+            other.parse().expect("SLT_TARGET: a PostgreSQL URL"),
+        )),
     };
     let target = Arc::new(target);
     let engine = match *target {
@@ -398,7 +393,12 @@ fn e2e_slt() {
     let started = Instant::now();
     let results = rt.block_on(async {
         let queue = Arc::new(tokio::sync::Mutex::new(
-            files.iter().cloned().enumerate().collect::<Vec<_>>().into_iter(),
+            files
+                .iter()
+                .cloned()
+                .enumerate()
+                .collect::<Vec<_>>()
+                .into_iter(),
         ));
         let mut workers = Vec::new();
         for _ in 0..jobs {
@@ -410,7 +410,11 @@ fn e2e_slt() {
                 loop {
                     let next = queue.lock().await.next();
                     let Some((index, file)) = next else { break };
-                    let rel = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
+                    let rel = file
+                        .strip_prefix(&root)
+                        .unwrap_or(&file)
+                        .display()
+                        .to_string();
                     let t = Instant::now();
                     let outcome = run_file(file.clone(), target.clone(), index, complete).await;
                     let secs = t.elapsed().as_secs_f64();

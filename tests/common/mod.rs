@@ -34,10 +34,8 @@ impl TempDir {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
-            "{prefix}-{}-{n}-{nanos}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("{prefix}-{}-{n}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&path)?;
         Ok(TempDir { path })
     }
