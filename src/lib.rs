@@ -1,12 +1,67 @@
 //! ebbflow: a streaming SQL database that scales running jobs online.
+//!
+//! # Life of a query
+//!
+//! A client speaks the PostgreSQL protocol to [`pgwire`], which hands each
+//! statement to a [`frontend`] session. The session parses and binds it
+//! ([`sql`]) into a [`planner::logical::LogicalPlan`], then:
+//!
+//! - a `SELECT` runs in the [`batch`] engine over the rows of the last
+//!   committed epoch;
+//! - DML is turned into a change chunk and routed by vnode to the actors of
+//!   the table's fragment;
+//! - `CREATE MATERIALIZED VIEW` is cut by the stream planner into a graph of
+//!   fragments, which [`meta`] places as actors on the parallel units of the
+//!   compute nodes and wires in with one barrier.
+//!
+//! ```text
+//!  psql ──pgwire──▶ frontend ─ parse/bind ─▶ logical plan
+//!                     │ DDL               │ SELECT
+//!                     ▼                   ▼
+//!                   meta ───────────▶ batch engine ◀── committed state
+//!        catalog · placement · barriers
+//!                     │ build actors, inject barriers, collect, commit
+//!                     ▼
+//!   compute nodes: actors = merge → executors → dispatchers (by vnode)
+//!                     │ state writes per epoch
+//!                     ▼
+//!                  state store (shared; key = table | vnode | pk)
+//! ```
+//!
+//! # Life of a barrier
+//!
+//! Every `barrier_interval_ms`, meta injects a barrier into every source
+//! actor. It flows down the graph behind the data; each actor aligns it over
+//! its inputs, commits its state for the epoch it closes, forwards it and
+//! reports it. When every actor has reported, meta commits the epoch in the
+//! store atomically, and batch reads see it. The protocol is written down in
+//! [`stream::message`].
+//!
+//! # Life of a scale
+//!
+//! Because state is keyed by vnode and the store is shared, scaling moves
+//! no data: it changes which actor owns which vnodes. Meta computes a new
+//! vnode mapping with minimal movement, builds the new actors idle, and
+//! sends one barrier whose `Update` mutation switches dispatchers, merges
+//! and bitmaps at once (DESIGN §5).
 
+/// Values, types, chunks, bitmaps and the byte encodings of rows.
 pub mod common;
+/// Scalar expressions and aggregate functions with PostgreSQL semantics.
 pub mod expr;
+/// Client sessions: statements from parse to result.
 pub mod frontend;
+/// Meta: catalog, cluster, placement, barrier manager.
 pub mod meta;
+/// Logical plans and the stream planner that cuts them into fragments.
 pub mod planner;
+/// Parsing and binding of SQL.
 pub mod sql;
+/// The batch engine for ad-hoc queries over committed state.
 pub mod batch;
+/// The PostgreSQL wire protocol server.
 pub mod pgwire;
+/// The state store and per-actor state tables.
 pub mod storage;
+/// The streaming runtime: actors, executors, exchange, compute nodes.
 pub mod stream;

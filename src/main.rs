@@ -1,1 +1,119 @@
-fn main() {}
+//! The `ebbflow` binary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use ebbflow::frontend::server::{start, ServerConfig};
+
+#[derive(Parser)]
+#[command(
+    name = "ebbflow",
+    version,
+    about = "A streaming SQL database that scales running jobs online"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Frontend, meta and compute nodes in one process (the default).
+    Playground(PlaygroundArgs),
+}
+
+#[derive(clap::Args, Clone)]
+struct PlaygroundArgs {
+    /// Address of the PostgreSQL wire protocol listener.
+    #[arg(long, default_value = "127.0.0.1:4566")]
+    listen: SocketAddr,
+    /// Where state is kept.
+    #[arg(long, default_value = "./ebbflow-data")]
+    data_dir: PathBuf,
+    /// Number of in-process compute nodes.
+    #[arg(long, default_value_t = 2)]
+    compute_nodes: u32,
+    /// Parallel units per compute node.
+    #[arg(long, default_value_t = 2)]
+    parallel_units: u32,
+    /// Interval between checkpoint barriers.
+    #[arg(long, default_value_t = 250)]
+    barrier_interval_ms: u64,
+}
+
+impl Default for PlaygroundArgs {
+    fn default() -> Self {
+        PlaygroundArgs {
+            listen: "127.0.0.1:4566"
+                .parse()
+                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 4566))),
+            data_dir: PathBuf::from("./ebbflow-data"),
+            compute_nodes: 2,
+            parallel_units: 2,
+            barrier_interval_ms: 250,
+        }
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Playground(a)) => a,
+        None => PlaygroundArgs::default(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
+    let handle = start(ServerConfig {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        compute_nodes: args.compute_nodes,
+        parallel_units: args.parallel_units,
+        barrier_interval_ms: args.barrier_interval_ms,
+    })
+    .await?;
+    println!(
+        "ebbflow is listening on {} — connect with: psql -h {} -p {} -d dev -U root",
+        handle.addr,
+        handle.addr.ip(),
+        handle.addr.port()
+    );
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    handle.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -131,7 +131,11 @@ impl StreamChunk {
                     }
                 })
                 .collect();
-            assert_eq!(row.len(), types.len(), "wrong arity in fixture line {line:?}");
+            assert_eq!(
+                row.len(),
+                types.len(),
+                "wrong arity in fixture line {line:?}"
+            );
             chunk.push(op, row);
         }
         chunk
@@ -158,5 +162,12 @@ impl StreamChunk {
 impl fmt::Display for StreamChunk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_pretty())
+    }
+}
+
+impl Op {
+    /// An update half seen without its partner becomes a plain op.
+    pub fn normalize_unpaired(self) -> Op {
+        self.normalize()
     }
 }

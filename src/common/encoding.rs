@@ -51,9 +51,7 @@ pub fn encode_datum_ordered(buf: &mut Vec<u8>, datum: &Datum, desc: bool) {
 fn encode_value(buf: &mut Vec<u8>, v: &ScalarValue) {
     match v {
         ScalarValue::Int16(x) => buf.extend_from_slice(&((*x as u16) ^ 0x8000).to_be_bytes()),
-        ScalarValue::Int32(x) => {
-            buf.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes())
-        }
+        ScalarValue::Int32(x) => buf.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
         ScalarValue::Int64(x) => buf.extend_from_slice(&(*x as u64 ^ (1 << 63)).to_be_bytes()),
         ScalarValue::Float32(x) | ScalarValue::Float64(x) => encode_f64(buf, *x),
         ScalarValue::Decimal(d) => encode_decimal(buf, d),
@@ -156,11 +154,7 @@ pub fn encode_key_ordered(buf: &mut Vec<u8>, row: &[Datum], desc: &[bool]) {
 
 /// Decode a row written by [`encode_row`] (all ascending) or
 /// [`encode_key_ordered`] with the same directions.
-pub fn decode_row(
-    mut data: &[u8],
-    types: &[DataType],
-    desc: &[bool],
-) -> Result<Row, DecodeError> {
+pub fn decode_row(mut data: &[u8], types: &[DataType], desc: &[bool]) -> Result<Row, DecodeError> {
     let mut row = Vec::with_capacity(types.len());
     for (i, ty) in types.iter().enumerate() {
         let d = desc.get(i).copied().unwrap_or(false);
@@ -203,9 +197,7 @@ fn decode_datum(data: &mut &[u8], ty: DataType, desc: bool) -> Result<Datum, Dec
     }
     let v = match ty {
         DataType::Int16 => ScalarValue::Int16((u16::from_be_bytes(r.take()?) ^ 0x8000) as i16),
-        DataType::Int32 => {
-            ScalarValue::Int32((u32::from_be_bytes(r.take()?) ^ 0x8000_0000) as i32)
-        }
+        DataType::Int32 => ScalarValue::Int32((u32::from_be_bytes(r.take()?) ^ 0x8000_0000) as i32),
         DataType::Int64 => ScalarValue::Int64((u64::from_be_bytes(r.take()?) ^ (1 << 63)) as i64),
         DataType::Float32 => ScalarValue::Float32(decode_f64(&mut r)?),
         DataType::Float64 => ScalarValue::Float64(decode_f64(&mut r)?),
@@ -264,8 +256,8 @@ fn decode_datum(data: &mut &[u8], ty: DataType, desc: bool) -> Result<Datum, Dec
             let total = (u128::from_be_bytes(r.take()?) ^ (1 << 127)) as i128;
             let months = i32::from_be_bytes(r.take()?);
             let days = i32::from_be_bytes(r.take()?);
-            let micros = total
-                - (months as i128 * 30 + days as i128) * Interval::MICROS_PER_DAY as i128;
+            let micros =
+                total - (months as i128 * 30 + days as i128) * Interval::MICROS_PER_DAY as i128;
             ScalarValue::Interval(Interval::new(months, days, micros as i64))
         }
     };
@@ -328,10 +320,12 @@ mod tests {
         ];
         let encs: Vec<_> = vals.iter().cloned().map(enc).collect();
         assert!(encs.windows(2).all(|w| w[0] < w[1]));
-        let ds: Vec<Decimal> = ["-100.5", "-2", "-1.99", "0", "0.001", "1", "1.5", "10", "99.9"]
-            .iter()
-            .map(|s| s.parse().unwrap())
-            .collect();
+        let ds: Vec<Decimal> = [
+            "-100.5", "-2", "-1.99", "0", "0.001", "1", "1.5", "10", "99.9",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
         let encs: Vec<_> = ds
             .iter()
             .map(|d| enc(Some(ScalarValue::Decimal(*d))))
@@ -387,5 +381,92 @@ mod tests {
                 assert_eq!(a.scale(), b.scale());
             }
         }
+    }
+}
+
+/// Self-describing value encoding: a type tag per datum, then its
+/// memcomparable body. Used for state values whose schema the reader may
+/// not know (aggregate states).
+pub fn encode_row_tagged(buf: &mut Vec<u8>, row: &[Datum]) {
+    buf.extend_from_slice(&(row.len() as u32).to_le_bytes());
+    for d in row {
+        match d {
+            None => buf.push(0xff),
+            Some(v) => {
+                buf.push(type_tag(v.data_type()));
+                encode_value(buf, v);
+            }
+        }
+    }
+}
+
+pub fn decode_row_tagged(mut data: &[u8]) -> Result<Row, DecodeError> {
+    if data.len() < 4 {
+        return Err(DecodeError("unexpected end"));
+    }
+    let n = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
+    data = &data[4..];
+    let mut row = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (&tag, rest) = data.split_first().ok_or(DecodeError("unexpected end"))?;
+        if tag == 0xff {
+            data = rest;
+            row.push(None);
+            continue;
+        }
+        let ty = tag_type(tag)?;
+        // reuse the datum decoder: it expects a null tag first
+        let mut buf = Vec::with_capacity(rest.len() + 1);
+        buf.push(VALUE_TAG_ASC);
+        buf.extend_from_slice(rest);
+        let mut slice: &[u8] = &buf;
+        let d = decode_datum(&mut slice, ty, false)?;
+        let consumed = buf.len() - slice.len() - 1;
+        data = &rest[consumed..];
+        row.push(d);
+    }
+    Ok(row)
+}
+
+const ALL_TYPES: [DataType; 11] = [
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::Float32,
+    DataType::Float64,
+    DataType::Decimal,
+    DataType::Varchar,
+    DataType::Boolean,
+    DataType::Date,
+    DataType::Timestamp,
+    DataType::Interval,
+];
+
+fn type_tag(ty: DataType) -> u8 {
+    ALL_TYPES.iter().position(|t| *t == ty).unwrap_or(0) as u8
+}
+
+fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
+    ALL_TYPES
+        .get(tag as usize)
+        .copied()
+        .ok_or(DecodeError("bad type tag"))
+}
+
+#[cfg(test)]
+mod tagged_tests {
+    use super::*;
+
+    #[test]
+    fn tagged_round_trip() {
+        let row: Row = vec![
+            Some(ScalarValue::Int32(5)),
+            None,
+            Some(ScalarValue::varchar("abcdefghijk")),
+            Some(ScalarValue::Decimal("3.140".parse().unwrap())),
+        ];
+        let mut buf = Vec::new();
+        encode_row_tagged(&mut buf, &row);
+        assert_eq!(decode_row_tagged(&buf).unwrap(), row);
     }
 }

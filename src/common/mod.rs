@@ -1,10 +1,13 @@
 //! Types shared by every layer: data types and values, chunks, encodings.
 
+pub mod bitmap;
 pub mod chunk;
 pub mod encoding;
+pub mod order;
 pub mod text;
 pub mod types;
 
+pub use bitmap::Bitmap;
 pub use chunk::{Op, StreamChunk, CHUNK_SIZE};
 pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
 pub use types::{DataType, Datum, Field, Interval, Row, ScalarValue, F64};

@@ -1,6 +1,11 @@
 //! The frontend: a session runs statements (parse → bind → plan → meta or
 //! batch engine) and returns results in pgwire-neutral form.
 
+pub mod server;
+pub mod session;
+#[cfg(test)]
+mod tests;
+
 use async_trait::async_trait;
 
 use crate::common::{DataType, Field, Row};

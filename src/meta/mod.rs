@@ -1,3 +1,48 @@
 //! Meta: the catalog, the cluster, the scheduler and the barrier manager.
+//!
+//! Meta owns the truth about which relations exist, how each is cut into
+//! fragments, where every actor runs and which vnodes it owns. DDL goes
+//! through here one statement at a time: plan → place actors → build them
+//! idle on their compute nodes → one barrier carrying the mutation that
+//! wires them in → catalog update once that barrier is committed.
 
+pub mod barrier;
 pub mod catalog;
+pub mod cluster;
+pub mod fragment;
+pub mod graph;
+pub mod service;
+pub mod system;
+
+pub use service::{Meta, MetaConfig};
+
+/// An error from meta, with its SQLSTATE.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct MetaError {
+    pub code: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl MetaError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        MetaError {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new("XX000", message)
+    }
+}
+
+impl From<crate::storage::StorageError> for MetaError {
+    fn from(e: crate::storage::StorageError) -> Self {
+        MetaError::internal(e.to_string())
+    }
+}
+
+pub type MetaResult<T> = Result<T, MetaError>;

@@ -6,26 +6,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{DataType, Field};
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::RelationDesc;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum JoinKind {
-    Inner,
-    Left,
-    Right,
-    Full,
-}
-
-/// One `ORDER BY` item over an input column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OrderKey {
-    pub index: usize,
-    pub desc: bool,
-    /// PostgreSQL default: NULLS LAST for ASC, NULLS FIRST for DESC.
-    pub nulls_first: bool,
-}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum LogicalPlan {

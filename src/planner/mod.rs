@@ -2,3 +2,22 @@
 //! graph.
 
 pub mod logical;
+pub mod stream;
+
+/// A planning error with its SQLSTATE (`0A000` for what the stream planner
+/// cannot maintain incrementally).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct PlanError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl PlanError {
+    pub fn unsupported(what: impl Into<String>) -> Self {
+        PlanError {
+            code: "0A000",
+            message: format!("{} is not supported", what.into()),
+        }
+    }
+}

@@ -76,26 +76,52 @@ pub enum BoundStatement {
     },
     Flush,
     /// `SET name = value` / `SET name TO DEFAULT` (`value: None`).
-    SetVariable { name: String, value: Option<String> },
-    ShowVariable { name: String },
+    SetVariable {
+        name: String,
+        value: Option<String>,
+    },
+    ShowVariable {
+        name: String,
+    },
     ShowAll,
     ShowCluster,
-    ShowFragments { name: Option<String> },
-    ShowActors { name: Option<String> },
+    ShowFragments {
+        name: Option<String>,
+    },
+    ShowActors {
+        name: Option<String>,
+    },
     /// `EXPLAIN CREATE MATERIALIZED VIEW ...` (and `EXPLAIN SELECT`).
-    Explain { inner: Box<BoundStatement> },
+    Explain {
+        inner: Box<BoundStatement>,
+    },
     AlterParallelism {
         target: ParallelismTarget,
         parallelism: ParallelismSpec,
     },
-    Reschedule { plan: String, dry_run: bool },
-    DrainWorker { worker_id: u32, dry_run: bool },
-    AddWorker { parallel_units: Option<u32> },
-    RemoveWorker { worker_id: u32 },
-    AlterSystemSet { name: String, value: String },
+    Reschedule {
+        plan: String,
+        dry_run: bool,
+    },
+    DrainWorker {
+        worker_id: u32,
+        dry_run: bool,
+    },
+    AddWorker {
+        parallel_units: Option<u32>,
+    },
+    RemoveWorker {
+        worker_id: u32,
+    },
+    AlterSystemSet {
+        name: String,
+        value: String,
+    },
     /// `BEGIN`, `COMMIT`, `ROLLBACK`, `START TRANSACTION`: accepted and
     /// ignored (every statement is its own transaction), so BI tools work.
-    TransactionControl { tag: &'static str },
+    TransactionControl {
+        tag: &'static str,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

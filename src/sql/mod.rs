@@ -47,3 +47,22 @@ impl From<crate::expr::ExprError> for SqlError {
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
+
+/// (stub until the binder lands)
+pub fn bind(
+    _stmt: &Statement,
+    _catalog: &dyn crate::meta::catalog::CatalogReader,
+    _params: &ParamContext,
+) -> SqlResult<BoundStatement> {
+    Err(SqlError::unsupported("binding"))
+}
+
+/// (stub until the binder lands)
+pub fn bind_for_describe(
+    stmt: &Statement,
+    catalog: &dyn crate::meta::catalog::CatalogReader,
+    params: &ParamContext,
+) -> SqlResult<(Vec<crate::common::DataType>, BoundStatement)> {
+    let b = bind(stmt, catalog, params)?;
+    Ok((vec![], b))
+}

@@ -1,1 +1,28 @@
-//! (in progress)
+//! The streaming runtime: actors (a merge, a chain of executors, a set of
+//! dispatchers) that process chunks and barriers, hosted by compute nodes.
+
+pub mod actor;
+pub mod build;
+pub mod compute_node;
+pub mod datagen;
+pub mod exchange;
+pub mod executor;
+pub mod message;
+
+use message::ActorId;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("{0}")]
+    Storage(#[from] crate::storage::StorageError),
+    #[error("{0}")]
+    Expr(#[from] crate::expr::ExprError),
+    #[error("input channel from actor {0:?} closed")]
+    ChannelClosed(Option<ActorId>),
+    #[error("downstream actor {0} is gone")]
+    DownstreamClosed(ActorId),
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type StreamResult<T> = Result<T, StreamError>;

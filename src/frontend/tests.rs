@@ -1,0 +1,392 @@
+//! Runtime tests below SQL: jobs built from hand-made logical plans, driven
+//! by DML and FLUSH, read back at the committed epoch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common::{DataType, Op, Row, ScalarValue, StreamChunk};
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind};
+use crate::meta::service::{relation_desc, table_columns, Parallelism};
+use crate::meta::{Meta, MetaConfig};
+use crate::planner::logical::{JoinKind, LogicalPlan, OrderKey};
+use crate::planner::stream::{plan_table, StreamPlanner};
+
+fn meta() -> Arc<Meta> {
+    Meta::start(MetaConfig {
+        compute_nodes: 2,
+        parallel_units: 2,
+        barrier_interval: Duration::from_millis(5),
+    })
+}
+
+async fn create_table(
+    meta: &Meta,
+    name: &str,
+    cols: &[(&str, DataType)],
+    pk: Vec<usize>,
+) -> Arc<RelationDesc> {
+    let columns = cols.iter().map(|(n, t)| ColumnDesc::new(*n, *t)).collect();
+    let (columns, pk, user_pk) = table_columns(columns, pk);
+    let id = meta.alloc_table_id();
+    let graph = plan_table(id, &columns, &pk, user_pk, None);
+    let desc = relation_desc(
+        id,
+        name.into(),
+        RelationKind::Table,
+        columns,
+        pk,
+        user_pk,
+        None,
+        BTreeMap::new(),
+    );
+    meta.create_job(desc, graph, Parallelism::Adaptive)
+        .await
+        .unwrap();
+    meta.relation_by_name(name).unwrap()
+}
+
+async fn create_mv(
+    meta: &Arc<Meta>,
+    name: &str,
+    plan: LogicalPlan,
+    names: &[&str],
+) -> Arc<RelationDesc> {
+    let id = meta.alloc_table_id();
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let graph = {
+        let st_keys = meta.with_state(|st| {
+            st.relations
+                .keys()
+                .map(|k| (*k, crate::meta::graph::UpstreamInfo::dist_key(st, *k)))
+                .collect::<std::collections::HashMap<_, _>>()
+        });
+        struct Snap(std::collections::HashMap<u32, Option<Vec<usize>>>);
+        impl crate::meta::graph::UpstreamInfo for Snap {
+            fn dist_key(&self, t: u32) -> Option<Vec<usize>> {
+                self.0.get(&t).cloned().flatten()
+            }
+        }
+        let snap = Snap(st_keys);
+        let m = meta.clone();
+        let mut alloc = move || m.alloc_table_id();
+        StreamPlanner::new(&snap, &mut alloc)
+            .plan_mv(&plan, &names, id)
+            .unwrap()
+    };
+    let desc = relation_desc(
+        id,
+        name.into(),
+        RelationKind::MaterializedView,
+        graph.columns.clone(),
+        graph.pk.clone(),
+        false,
+        Some("test".into()),
+        BTreeMap::new(),
+    );
+    meta.create_job(desc, graph, Parallelism::Adaptive)
+        .await
+        .unwrap();
+    meta.relation_by_name(name).unwrap()
+}
+
+fn i(v: i64) -> Option<ScalarValue> {
+    Some(ScalarValue::Int64(v))
+}
+
+fn sorted_visible(meta: &Meta, r: &RelationDesc) -> Vec<Row> {
+    let vis: Vec<usize> = r.visible_columns().map(|(i, _)| i).collect();
+    let mut rows: Vec<Row> = meta
+        .scan(r)
+        .unwrap()
+        .into_iter()
+        .map(|row| vis.iter().map(|&i| row[i].clone()).collect())
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[tokio::test]
+async fn table_and_mv_on_it_with_backfill() {
+    let meta = meta();
+    let t = create_table(
+        &meta,
+        "t",
+        &[("k", DataType::Int64), ("v", DataType::Int64)],
+        vec![0],
+    )
+    .await;
+    meta.write_dml(
+        t.id,
+        StreamChunk::inserts(vec![vec![i(1), i(10)], vec![i(2), i(20)]]),
+    )
+    .await
+    .unwrap();
+    meta.flush().await.unwrap();
+    // backfill: the MV sees rows that existed before it
+    let mv = create_mv(
+        &meta,
+        "mv",
+        LogicalPlan::Scan {
+            relation: t.clone(),
+        },
+        &["k", "v"],
+    )
+    .await;
+    assert_eq!(
+        sorted_visible(&meta, &mv),
+        vec![vec![i(1), i(10)], vec![i(2), i(20)]]
+    );
+    // overwrite on pk, delete, insert
+    meta.write_dml(
+        t.id,
+        StreamChunk::new(
+            vec![Op::Insert, Op::Delete, Op::Insert],
+            vec![vec![i(1), i(11)], vec![i(2), None], vec![i(3), i(30)]],
+        ),
+    )
+    .await
+    .unwrap();
+    meta.flush().await.unwrap();
+    assert_eq!(
+        sorted_visible(&meta, &t),
+        vec![vec![i(1), i(11)], vec![i(3), i(30)]]
+    );
+    assert_eq!(
+        sorted_visible(&meta, &mv),
+        vec![vec![i(1), i(11)], vec![i(3), i(30)]]
+    );
+    meta.drop_relation(t.id, true).await.unwrap();
+    assert!(meta.relation_by_name("mv").is_none());
+}
+
+#[tokio::test]
+async fn joins_of_every_kind() {
+    let meta = meta();
+    let a = create_table(
+        &meta,
+        "a",
+        &[("id", DataType::Int64), ("k", DataType::Int64)],
+        vec![0],
+    )
+    .await;
+    let b = create_table(
+        &meta,
+        "b",
+        &[("id", DataType::Int64), ("k", DataType::Int64)],
+        vec![0],
+    )
+    .await;
+    let mut mvs = Vec::new();
+    for (n, kind) in [
+        ("inner", JoinKind::Inner),
+        ("left", JoinKind::Left),
+        ("right", JoinKind::Right),
+        ("full", JoinKind::Full),
+    ] {
+        let plan = LogicalPlan::Join {
+            left: Box::new(LogicalPlan::Scan {
+                relation: a.clone(),
+            }),
+            right: Box::new(LogicalPlan::Scan {
+                relation: b.clone(),
+            }),
+            kind,
+            on: vec![(1, 1)],
+            condition: None,
+        };
+        mvs.push((
+            kind,
+            create_mv(&meta, n, plan, &["aid", "ak", "bid", "bk"]).await,
+        ));
+    }
+    meta.write_dml(
+        a.id,
+        StreamChunk::inserts(vec![vec![i(1), i(1)], vec![i(2), i(2)], vec![i(3), None]]),
+    )
+    .await
+    .unwrap();
+    meta.write_dml(
+        b.id,
+        StreamChunk::inserts(vec![
+            vec![i(10), i(1)],
+            vec![i(11), i(1)],
+            vec![i(12), i(5)],
+        ]),
+    )
+    .await
+    .unwrap();
+    meta.flush().await.unwrap();
+    // then retract a's key 1 row and b's key 5 row
+    meta.write_dml(
+        a.id,
+        StreamChunk::new(vec![Op::Delete], vec![vec![i(1), i(1)]]),
+    )
+    .await
+    .unwrap();
+    meta.write_dml(
+        b.id,
+        StreamChunk::new(vec![Op::Delete], vec![vec![i(12), i(5)]]),
+    )
+    .await
+    .unwrap();
+    meta.flush().await.unwrap();
+    for (kind, mv) in &mvs {
+        let got = sorted_visible(&meta, mv);
+        let mut expect: Vec<Row> = match kind {
+            JoinKind::Inner => vec![],
+            JoinKind::Left => vec![vec![i(2), i(2), None, None], vec![i(3), None, None, None]],
+            JoinKind::Right => vec![vec![None, None, i(10), i(1)], vec![None, None, i(11), i(1)]],
+            JoinKind::Full => vec![
+                vec![i(2), i(2), None, None],
+                vec![i(3), None, None, None],
+                vec![None, None, i(10), i(1)],
+                vec![None, None, i(11), i(1)],
+            ],
+        };
+        expect.sort();
+        assert_eq!(got, expect, "{kind:?}");
+    }
+    // bring key 1 back: the right side rows match again
+    meta.write_dml(a.id, StreamChunk::inserts(vec![vec![i(4), i(1)]]))
+        .await
+        .unwrap();
+    meta.flush().await.unwrap();
+    let full = &mvs[3].1;
+    let mut expect = vec![
+        vec![i(2), i(2), None, None],
+        vec![i(3), None, None, None],
+        vec![i(4), i(1), i(10), i(1)],
+        vec![i(4), i(1), i(11), i(1)],
+    ];
+    expect.sort();
+    assert_eq!(sorted_visible(&meta, full), expect);
+}
+
+#[tokio::test]
+async fn top_n_union_and_mv_on_mv() {
+    let meta = meta();
+    let t = create_table(&meta, "t", &[("v", DataType::Int64)], vec![]).await;
+    let top = create_mv(
+        &meta,
+        "top2",
+        LogicalPlan::TopN {
+            input: Box::new(LogicalPlan::Scan {
+                relation: t.clone(),
+            }),
+            order: vec![OrderKey {
+                index: 0,
+                desc: true,
+                nulls_first: false,
+            }],
+            limit: Some(2),
+            offset: 0,
+        },
+        &["v"],
+    )
+    .await;
+    let union = create_mv(
+        &meta,
+        "u",
+        LogicalPlan::Union {
+            inputs: vec![
+                LogicalPlan::Scan {
+                    relation: t.clone(),
+                },
+                LogicalPlan::Scan {
+                    relation: top.clone(),
+                },
+            ],
+        },
+        &["v"],
+    )
+    .await;
+    let rows: Vec<Row> = (1..=5).map(|v| vec![i(v), None]).collect();
+    meta.write_dml(t.id, StreamChunk::inserts(rows))
+        .await
+        .unwrap();
+    meta.flush().await.unwrap();
+    assert_eq!(sorted_visible(&meta, &top), vec![vec![i(4)], vec![i(5)]]);
+    assert_eq!(sorted_visible(&meta, &union).len(), 7);
+    // delete the top row: 3 moves in
+    let all = meta.scan(&t).unwrap();
+    let five: Vec<Row> = all.into_iter().filter(|r| r[0] == i(5)).collect();
+    meta.write_dml(t.id, StreamChunk::new(vec![Op::Delete], five))
+        .await
+        .unwrap();
+    meta.flush().await.unwrap();
+    assert_eq!(sorted_visible(&meta, &top), vec![vec![i(3)], vec![i(4)]]);
+    assert_eq!(sorted_visible(&meta, &union).len(), 6);
+}
+
+#[tokio::test]
+async fn datagen_feeds_a_table_exactly_once() {
+    let meta = meta();
+    let columns = vec![
+        ColumnDesc::new("id", DataType::Int32),
+        ColumnDesc::new("v", DataType::Int32),
+    ];
+    let (columns, pk, user_pk) = table_columns(columns, vec![]);
+    let mut opts = BTreeMap::new();
+    for (k, v) in [
+        ("connector", "datagen"),
+        ("rows_per_second", "20000"),
+        ("fields.id.kind", "sequence"),
+        ("fields.id.start", "1"),
+        ("fields.id.end", "3000"),
+        ("fields.v.kind", "random"),
+        ("fields.v.min", "1"),
+        ("fields.v.max", "10"),
+    ] {
+        opts.insert(k.to_string(), v.to_string());
+    }
+    let cols: Vec<(String, DataType, bool)> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.clone(), c.data_type, pk == [i]))
+        .collect();
+    let gen = crate::stream::datagen::DatagenDesc::from_options(&opts, &cols).unwrap();
+    let id = meta.alloc_table_id();
+    let graph = plan_table(
+        id,
+        &columns,
+        &pk,
+        user_pk,
+        Some((gen, meta.alloc_table_id())),
+    );
+    let desc = relation_desc(
+        id,
+        "g".into(),
+        RelationKind::Table,
+        columns,
+        pk,
+        user_pk,
+        None,
+        opts,
+    );
+    meta.create_job(desc, graph, Parallelism::Adaptive)
+        .await
+        .unwrap();
+    let t = meta.relation_by_name("g").unwrap();
+    let mut n = 0;
+    for _ in 0..200 {
+        meta.flush().await.unwrap();
+        n = meta.scan(&t).unwrap().len();
+        if n >= 3000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(n, 3000);
+    let mut ids: Vec<i32> = meta
+        .scan(&t)
+        .unwrap()
+        .iter()
+        .map(|r| match &r[0] {
+            Some(ScalarValue::Int32(v)) => *v,
+            _ => 0,
+        })
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=3000).collect::<Vec<_>>());
+}

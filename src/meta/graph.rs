@@ -1,0 +1,65 @@
+//! A job's fragment graph as planned: what meta schedules.
+
+use crate::meta::catalog::{ColumnDesc, TableId};
+use crate::stream::build::{NodeDesc, SourceDesc};
+
+/// How rows cross from an upstream fragment into a downstream one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EdgeSpec {
+    /// By vnode of these upstream output columns.
+    Hash(Vec<usize>),
+    /// All to the single downstream actor.
+    Simple,
+    Broadcast,
+    NoShuffle,
+}
+
+impl EdgeSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            EdgeSpec::Hash(_) => "hash",
+            EdgeSpec::Simple => "simple",
+            EdgeSpec::Broadcast => "broadcast",
+            EdgeSpec::NoShuffle => "no_shuffle",
+        }
+    }
+}
+
+/// Where a fragment's input comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Upstream {
+    /// Another fragment of the same graph (index).
+    Local(usize),
+    /// The materialize fragment of an existing table or MV.
+    Existing(TableId),
+}
+
+#[derive(Clone, Debug)]
+pub struct PlanFragment {
+    pub nodes: Vec<NodeDesc>,
+    /// Inputs in executor input order.
+    pub inputs: Vec<(Upstream, EdgeSpec)>,
+    pub singleton: bool,
+    pub source: SourceDesc,
+}
+
+/// The fragments of one job, upstream first; the last one materializes.
+#[derive(Clone, Debug)]
+pub struct PlanGraph {
+    pub fragments: Vec<PlanFragment>,
+    /// Columns of the materialized relation (visible then hidden).
+    pub columns: Vec<ColumnDesc>,
+    pub pk: Vec<usize>,
+    /// Distribution key of the materialized relation (empty if singleton).
+    pub dist_key: Vec<usize>,
+    pub singleton: bool,
+    /// State tables created for the job (the relation's own id excluded).
+    pub internal_tables: Vec<TableId>,
+}
+
+/// What the planner needs to know of existing relations.
+pub trait UpstreamInfo {
+    /// Distribution key of a relation's materialized state, or `None` if it
+    /// lives in a singleton fragment.
+    fn dist_key(&self, table_id: TableId) -> Option<Vec<usize>>;
+}

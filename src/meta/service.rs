@@ -1,0 +1,705 @@
+//! The meta service: state, DDL, DML routing and flush.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::barrier::{BarrierCommand, BarrierManager};
+use super::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
+use super::cluster::{UnitId, Worker, WorkerState};
+use super::fragment::{actor_desc, dispatcher_desc, even_bitmaps, ActorInfo, Edge, Fragment};
+use super::graph::{PlanGraph, Upstream, UpstreamInfo};
+use super::{MetaError, MetaResult};
+use crate::common::encoding::vnode_of;
+use crate::common::{Bitmap, DataType, Op, Row, ScalarValue, StreamChunk};
+use crate::storage::{MemoryStateStore, StateStore};
+use crate::stream::compute_node::{ComputeNode, WorkerId};
+use crate::stream::exchange::ExchangeRegistry;
+use crate::stream::message::{ActorId, FragmentId, Message, Mutation};
+
+/// First id of user relations and internal state tables; ids below are
+/// system catalogs.
+pub const FIRST_USER_ID: TableId = 1000;
+
+#[derive(Clone, Debug)]
+pub struct MetaConfig {
+    pub compute_nodes: u32,
+    pub parallel_units: u32,
+    pub barrier_interval: Duration,
+}
+
+/// How many actors a job's hash fragments run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parallelism {
+    /// Every parallel unit of the cluster.
+    Adaptive,
+    Fixed(u32),
+}
+
+impl Parallelism {
+    pub fn display(self) -> String {
+        match self {
+            Parallelism::Adaptive => "adaptive".into(),
+            Parallelism::Fixed(n) => n.to_string(),
+        }
+    }
+}
+
+/// A table or MV and its streaming job.
+#[derive(Clone, Debug)]
+pub struct RelationEntry {
+    pub desc: Arc<RelationDesc>,
+    pub dist_key: Vec<usize>,
+    pub singleton: bool,
+    pub fragments: Vec<FragmentId>,
+    /// The fragment holding the relation's state (Materialize).
+    pub materialize_fragment: FragmentId,
+    /// Relations this one reads.
+    pub upstreams: Vec<TableId>,
+    pub internal_tables: Vec<TableId>,
+    pub parallelism: Parallelism,
+}
+
+#[derive(Default)]
+pub struct MetaState {
+    pub workers: BTreeMap<WorkerId, Worker>,
+    pub relations: BTreeMap<TableId, RelationEntry>,
+    pub fragments: BTreeMap<FragmentId, Fragment>,
+    pub edges: Vec<Edge>,
+    next_table_id: TableId,
+    next_fragment_id: FragmentId,
+    next_actor_id: ActorId,
+}
+
+impl MetaState {
+    pub fn relation_by_name(&self, name: &str) -> Option<&RelationEntry> {
+        self.relations.values().find(|r| r.desc.name == name)
+    }
+
+    pub fn alloc_table_id(&mut self) -> TableId {
+        self.next_table_id += 1;
+        self.next_table_id
+    }
+
+    /// Running units, interleaved over workers, least loaded first.
+    fn units_for_placement(&self) -> Vec<(WorkerId, UnitId)> {
+        let mut load: HashMap<UnitId, usize> = HashMap::new();
+        for f in self.fragments.values() {
+            for a in &f.actors {
+                *load.entry(a.unit).or_default() += 1;
+            }
+        }
+        let mut per_worker: Vec<Vec<(WorkerId, UnitId)>> = self
+            .workers
+            .values()
+            .filter(|w| w.state == WorkerState::Running)
+            .map(|w| w.units.iter().map(|u| (w.id, *u)).collect())
+            .collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while per_worker.iter().any(|w| i < w.len()) {
+            for w in &mut per_worker {
+                if let Some(u) = w.get(i) {
+                    out.push(*u);
+                }
+            }
+            i += 1;
+        }
+        out.sort_by_key(|(_, u)| load.get(u).copied().unwrap_or(0));
+        out
+    }
+
+    pub fn total_units(&self) -> usize {
+        self.workers
+            .values()
+            .filter(|w| w.state == WorkerState::Running)
+            .map(|w| w.units.len())
+            .sum()
+    }
+
+    fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
+        self.workers.get(&worker).map(|w| w.node.clone())
+    }
+}
+
+impl UpstreamInfo for MetaState {
+    fn dist_key(&self, table_id: TableId) -> Option<Vec<usize>> {
+        let r = self.relations.get(&table_id)?;
+        if r.singleton {
+            None
+        } else {
+            Some(r.dist_key.clone())
+        }
+    }
+}
+
+/// Where DML for a table goes: the table fragment's vnode mapping and the
+/// local channel of each of its actors.
+pub struct TableRoute {
+    pub pk: Vec<usize>,
+    pub mapping: Vec<ActorId>,
+    pub senders: HashMap<ActorId, mpsc::Sender<Message>>,
+    /// Generates hidden row ids (tables without primary key).
+    pub row_id_col: Option<usize>,
+}
+
+pub struct Meta {
+    pub config: MetaConfig,
+    pub state: Mutex<MetaState>,
+    pub store: Arc<dyn StateStore>,
+    registry: Arc<ExchangeRegistry>,
+    nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
+    barrier_tx: mpsc::UnboundedSender<BarrierCommand>,
+    committed: watch::Receiver<u64>,
+    /// One DDL (or scale) at a time.
+    ddl_lock: tokio::sync::Mutex<()>,
+    /// Held shared by DML while it routes and sends; exclusively while the
+    /// layout of a table changes.
+    routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
+    row_id: AtomicI64,
+}
+
+impl Meta {
+    /// Start meta, the compute nodes and the barrier manager.
+    pub fn start(config: MetaConfig) -> Arc<Meta> {
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
+        let registry = Arc::new(ExchangeRegistry::default());
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (committed_tx, committed_rx) = watch::channel(store.committed_epoch());
+        let nodes = Arc::new(RwLock::new(HashMap::new()));
+        let mut state = MetaState {
+            next_table_id: FIRST_USER_ID,
+            ..Default::default()
+        };
+        let mut unit = 0;
+        for id in 1..=config.compute_nodes {
+            let node = Arc::new(ComputeNode::new(
+                id,
+                store.clone(),
+                registry.clone(),
+                events_tx.clone(),
+                committed_rx.clone(),
+            ));
+            nodes.write().insert(id, node.clone());
+            let units = (unit..unit + config.parallel_units).collect();
+            unit += config.parallel_units;
+            state.workers.insert(
+                id,
+                Worker {
+                    id,
+                    host: format!("127.0.0.1:{}", 5687 + id),
+                    state: WorkerState::Running,
+                    units,
+                    node,
+                },
+            );
+        }
+        let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
+        let manager = BarrierManager::new(
+            store.clone(),
+            nodes.clone(),
+            events_rx,
+            barrier_rx,
+            committed_tx,
+            config.barrier_interval,
+        );
+        tokio::spawn(manager.run());
+        let now_micros = chrono::Utc::now().timestamp_micros();
+        Arc::new(Meta {
+            config,
+            state: Mutex::new(state),
+            store,
+            registry,
+            nodes,
+            barrier_tx,
+            committed: committed_rx,
+            ddl_lock: tokio::sync::Mutex::new(()),
+            routes: tokio::sync::RwLock::new(HashMap::new()),
+            row_id: AtomicI64::new(now_micros << 10),
+        })
+    }
+
+    pub fn committed_epoch(&self) -> u64 {
+        *self.committed.borrow()
+    }
+
+    async fn barrier(
+        &self,
+        mutation: Option<Mutation>,
+        add_actors: Vec<ActorId>,
+        add_sources: Vec<(WorkerId, ActorId)>,
+        remove_actors: Vec<ActorId>,
+    ) -> MetaResult<u64> {
+        let (done, rx) = oneshot::channel();
+        self.barrier_tx
+            .send(BarrierCommand {
+                mutation,
+                add_actors,
+                add_sources,
+                remove_actors,
+                done,
+            })
+            .map_err(|_| MetaError::internal("barrier manager is gone"))?;
+        rx.await
+            .map_err(|_| MetaError::internal("barrier manager is gone"))?
+            .map_err(MetaError::internal)
+    }
+
+    /// Force a checkpoint; returns once everything sent before is committed.
+    pub async fn flush(&self) -> MetaResult<u64> {
+        self.barrier(None, vec![], vec![], vec![]).await
+    }
+
+    fn check_name_free(state: &MetaState, name: &str) -> MetaResult<()> {
+        if let Some(r) = state.relation_by_name(name) {
+            return Err(MetaError::new(
+                "42P07",
+                format!("relation \"{}\" already exists", r.desc.name),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Allocate ids for a job's state tables (used by the planner).
+    pub fn alloc_table_id(&self) -> TableId {
+        self.state.lock().alloc_table_id()
+    }
+
+    /// Whether a relation of that name exists.
+    pub fn name_exists(&self, name: &str) -> bool {
+        self.state.lock().relation_by_name(name).is_some()
+    }
+
+    pub fn with_state<R>(&self, f: impl FnOnce(&MetaState) -> R) -> R {
+        f(&self.state.lock())
+    }
+
+    /// Create a relation's streaming job from its plan and wait until it is
+    /// running and (for MVs) backfilled.
+    pub async fn create_job(
+        &self,
+        mut desc: RelationDesc,
+        graph: PlanGraph,
+        parallelism: Parallelism,
+    ) -> MetaResult<()> {
+        let _ddl = self.ddl_lock.lock().await;
+        let table_id = desc.id;
+        // 1. place
+        let (new_frags, new_edges, mutation_dispatchers, add_actors, add_sources, descs) = {
+            let mut st = self.state.lock();
+            Self::check_name_free(&st, &desc.name)?;
+            let total = st.total_units().max(1);
+            let n = match parallelism {
+                Parallelism::Adaptive => total,
+                Parallelism::Fixed(n) => (n as usize).min(total).max(1),
+            };
+            let mut frag_ids = Vec::new();
+            let mut new_frags = Vec::new();
+            for pf in &graph.fragments {
+                st.next_fragment_id += 1;
+                let fid = st.next_fragment_id;
+                frag_ids.push(fid);
+                let count = if pf.singleton { 1 } else { n };
+                let units = st.units_for_placement();
+                let bitmaps = if pf.singleton {
+                    vec![Bitmap::full()]
+                } else {
+                    even_bitmaps(count)
+                };
+                let mut actors = Vec::new();
+                for (i, vnodes) in bitmaps.into_iter().enumerate() {
+                    st.next_actor_id += 1;
+                    let (worker, unit) = units[i % units.len().max(1)];
+                    actors.push(ActorInfo {
+                        actor_id: st.next_actor_id,
+                        worker,
+                        unit,
+                        vnodes,
+                    });
+                }
+                let frag = Fragment {
+                    id: fid,
+                    table_id,
+                    nodes: pf.nodes.clone(),
+                    singleton: pf.singleton,
+                    source: pf.source.clone(),
+                    actors,
+                };
+                // Register now so later fragments of this job count its load.
+                st.fragments.insert(fid, frag.clone());
+                new_frags.push(frag);
+            }
+            let mut new_edges = Vec::new();
+            let mut upstreams = Vec::new();
+            for (i, pf) in graph.fragments.iter().enumerate() {
+                for (idx, (up, spec)) in pf.inputs.iter().enumerate() {
+                    let up_frag = match up {
+                        Upstream::Local(j) => frag_ids[*j],
+                        Upstream::Existing(t) => {
+                            upstreams.push(*t);
+                            match st.relations.get(t) {
+                                Some(r) => r.materialize_fragment,
+                                None => {
+                                    for f in &frag_ids {
+                                        st.fragments.remove(f);
+                                    }
+                                    return Err(MetaError::new(
+                                        "42P01",
+                                        format!("relation with id {t} does not exist"),
+                                    ));
+                                }
+                            }
+                        }
+                    };
+                    new_edges.push(Edge {
+                        up: up_frag,
+                        down: frag_ids[i],
+                        input_index: idx,
+                        spec: spec.clone(),
+                    });
+                }
+            }
+            st.edges.extend(new_edges.iter().cloned());
+            // dispatchers of existing upstream actors towards the new job
+            let mut mutation_dispatchers: HashMap<ActorId, Vec<_>> = HashMap::new();
+            for e in &new_edges {
+                if frag_ids.contains(&e.up) {
+                    continue;
+                }
+                if let (Some(up), Some(down)) = (st.fragments.get(&e.up), st.fragments.get(&e.down))
+                {
+                    let d = dispatcher_desc(e, down);
+                    for a in &up.actors {
+                        mutation_dispatchers
+                            .entry(a.actor_id)
+                            .or_default()
+                            .push(d.clone());
+                    }
+                }
+            }
+            let mut add_actors = Vec::new();
+            let mut add_sources = Vec::new();
+            let mut descs: Vec<(WorkerId, crate::stream::build::ActorDesc)> = Vec::new();
+            for f in &new_frags {
+                for a in &f.actors {
+                    add_actors.push(a.actor_id);
+                    if !matches!(f.source, crate::stream::build::SourceDesc::None) {
+                        add_sources.push((a.worker, a.actor_id));
+                    }
+                    descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges, true)));
+                }
+            }
+            upstreams.sort_unstable();
+            upstreams.dedup();
+            desc.columns = graph.columns.clone();
+            let materialize_fragment = *frag_ids.last().unwrap_or(&0);
+            st.relations.insert(
+                table_id,
+                RelationEntry {
+                    desc: Arc::new(desc.clone()),
+                    dist_key: graph.dist_key.clone(),
+                    singleton: graph.singleton,
+                    fragments: frag_ids.clone(),
+                    materialize_fragment,
+                    upstreams,
+                    internal_tables: graph.internal_tables.clone(),
+                    parallelism,
+                },
+            );
+            (
+                new_frags,
+                new_edges,
+                mutation_dispatchers,
+                add_actors,
+                add_sources,
+                descs,
+            )
+        };
+        let _ = (&new_frags, &new_edges);
+        // 2. build idle actors
+        {
+            let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
+            for (w, d) in descs {
+                per_worker.entry(w).or_default().push(d);
+            }
+            let st = self.state.lock();
+            for (w, ds) in per_worker {
+                if let Some(node) = st.node(w) {
+                    node.build_actors(&ds);
+                }
+            }
+        }
+        // 3. wire them in with one barrier, then make the backfill visible
+        let added: HashSet<ActorId> = add_actors.iter().copied().collect();
+        let mutation = Mutation::Add {
+            dispatchers: mutation_dispatchers,
+            added_actors: added,
+        };
+        self.barrier(Some(mutation), add_actors, add_sources, vec![])
+            .await?;
+        self.flush().await?;
+        Ok(())
+    }
+
+    /// Drop a relation (and, with `cascade`, everything reading it).
+    pub async fn drop_relation(&self, table_id: TableId, cascade: bool) -> MetaResult<()> {
+        let _ddl = self.ddl_lock.lock().await;
+        // collect the relations to drop, dependents first
+        let order = {
+            let st = self.state.lock();
+            let mut order = Vec::new();
+            let mut stack = vec![table_id];
+            while let Some(t) = stack.pop() {
+                if order.contains(&t) {
+                    continue;
+                }
+                let deps: Vec<&RelationEntry> = st
+                    .relations
+                    .values()
+                    .filter(|r| r.upstreams.contains(&t))
+                    .collect();
+                if !deps.is_empty() && !cascade {
+                    let me = st
+                        .relations
+                        .get(&t)
+                        .map(|r| r.desc.clone())
+                        .ok_or_else(|| MetaError::internal("relation vanished"))?;
+                    let mut e = MetaError::new(
+                        "2BP01",
+                        format!(
+                            "cannot drop {} {} because other objects depend on it",
+                            me.kind.name(),
+                            me.name
+                        ),
+                    );
+                    e.hint = Some(format!(
+                        "materialized view {} depends on it; use DROP ... CASCADE to drop the dependent objects too",
+                        deps[0].desc.name
+                    ));
+                    return Err(e);
+                }
+                order.push(t);
+                stack.extend(deps.iter().map(|d| d.desc.id));
+            }
+            order.reverse();
+            order
+        };
+        for t in order {
+            self.drop_one(t).await?;
+        }
+        Ok(())
+    }
+
+    async fn drop_one(&self, table_id: TableId) -> MetaResult<()> {
+        let (actors, by_worker) = {
+            let st = self.state.lock();
+            let Some(r) = st.relations.get(&table_id) else {
+                return Ok(());
+            };
+            let mut actors = Vec::new();
+            let mut by_worker: HashMap<WorkerId, Vec<ActorId>> = HashMap::new();
+            for f in &r.fragments {
+                if let Some(f) = st.fragments.get(f) {
+                    for a in &f.actors {
+                        actors.push(a.actor_id);
+                        by_worker.entry(a.worker).or_default().push(a.actor_id);
+                    }
+                }
+            }
+            (actors, by_worker)
+        };
+        self.routes.write().await.remove(&table_id);
+        let mutation = Mutation::Stop {
+            actors: actors.iter().copied().collect(),
+        };
+        self.barrier(Some(mutation), vec![], vec![], actors).await?;
+        let tables = {
+            let mut st = self.state.lock();
+            let Some(r) = st.relations.remove(&table_id) else {
+                return Ok(());
+            };
+            for f in &r.fragments {
+                st.fragments.remove(f);
+            }
+            st.edges
+                .retain(|e| !r.fragments.contains(&e.up) && !r.fragments.contains(&e.down));
+            for (w, ids) in &by_worker {
+                if let Some(n) = st.node(*w) {
+                    n.forget_actors(ids);
+                }
+            }
+            let mut tables = r.internal_tables.clone();
+            tables.push(table_id);
+            tables
+        };
+        for t in tables {
+            self.store.delete_table(t)?;
+        }
+        Ok(())
+    }
+
+    /// The DML route of a table (cached until its layout changes).
+    pub async fn route(&self, table_id: TableId) -> MetaResult<Arc<TableRoute>> {
+        if let Some(r) = self.routes.read().await.get(&table_id) {
+            return Ok(r.clone());
+        }
+        let route = {
+            let st = self.state.lock();
+            let r = st.relations.get(&table_id).ok_or_else(|| {
+                MetaError::new("42P01", format!("table with id {table_id} does not exist"))
+            })?;
+            let frag = st
+                .fragments
+                .get(&r.materialize_fragment)
+                .ok_or_else(|| MetaError::internal("table fragment missing"))?;
+            let mut senders = HashMap::new();
+            for a in &frag.actors {
+                let tx = st
+                    .node(a.worker)
+                    .and_then(|n| n.local_sender(a.actor_id))
+                    .ok_or_else(|| MetaError::internal("table actor is not running"))?;
+                senders.insert(a.actor_id, tx);
+            }
+            let row_id_col = if r.desc.user_pk {
+                None
+            } else {
+                r.desc.pk.first().copied()
+            };
+            Arc::new(TableRoute {
+                pk: r.desc.pk.clone(),
+                mapping: frag.mapping(),
+                senders,
+                row_id_col,
+            })
+        };
+        self.routes.write().await.insert(table_id, route.clone());
+        Ok(route)
+    }
+
+    /// A fresh hidden row id.
+    pub fn next_row_id(&self) -> i64 {
+        self.row_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Send DML changes to a table's actors. Inserts into a table without
+    /// primary key get fresh row ids. Returns once the actors have them
+    /// queued (not yet committed: see `flush`).
+    pub async fn write_dml(&self, table_id: TableId, chunk: StreamChunk) -> MetaResult<()> {
+        let route = self.route(table_id).await?;
+        // Hold the route shared: a scale swaps it exclusively.
+        let routes = self.routes.read().await;
+        let route = routes.get(&table_id).cloned().unwrap_or(route);
+        let mut per_actor: HashMap<ActorId, StreamChunk> = HashMap::new();
+        let mut rows = chunk.into_iter_rows().peekable();
+        while let Some((op, mut row)) = rows.next() {
+            if let (Some(c), Op::Insert) = (route.row_id_col, op) {
+                if row[c].is_none() {
+                    row[c] = Some(ScalarValue::Int64(self.next_row_id()));
+                }
+            }
+            let target = route.mapping[vnode_of(&row, &route.pk) as usize];
+            if op == Op::UpdateDelete {
+                if let Some((Op::UpdateInsert, next)) = rows.peek() {
+                    let t2 = route.mapping[vnode_of(next, &route.pk) as usize];
+                    if t2 != target {
+                        per_actor.entry(target).or_default().push(Op::Delete, row);
+                        if let Some((_, next)) = rows.next() {
+                            per_actor.entry(t2).or_default().push(Op::Insert, next);
+                        }
+                        continue;
+                    }
+                }
+            }
+            per_actor.entry(target).or_default().push(op, row);
+        }
+        for (actor, c) in per_actor {
+            let tx = route
+                .senders
+                .get(&actor)
+                .ok_or_else(|| MetaError::internal("no route to table actor"))?;
+            tx.send(Message::Chunk(c))
+                .await
+                .map_err(|_| MetaError::internal("table actor is gone"))?;
+        }
+        drop(routes);
+        Ok(())
+    }
+
+    /// Every committed row of a table or MV (hidden columns included).
+    pub fn scan(&self, desc: &RelationDesc) -> MetaResult<Vec<Row>> {
+        Ok(crate::storage::state_table::scan_table_committed(
+            &*self.store,
+            desc.id,
+            &desc.types(),
+            None,
+        )?)
+    }
+
+    pub fn relation_by_name(&self, name: &str) -> Option<Arc<RelationDesc>> {
+        self.state
+            .lock()
+            .relation_by_name(name)
+            .map(|r| r.desc.clone())
+    }
+
+    pub fn all_relations(&self) -> Vec<Arc<RelationDesc>> {
+        self.state
+            .lock()
+            .relations
+            .values()
+            .map(|r| r.desc.clone())
+            .collect()
+    }
+
+    /// Shut down every actor.
+    pub fn shutdown(&self) {
+        for n in self.nodes.read().values() {
+            n.abort_all();
+        }
+        self.registry.clear();
+    }
+}
+
+/// Columns of a new table: the declared ones, plus a hidden row id when no
+/// primary key is declared. Returns the columns and the pk.
+pub fn table_columns(
+    columns: Vec<ColumnDesc>,
+    pk: Vec<usize>,
+) -> (Vec<ColumnDesc>, Vec<usize>, bool) {
+    if pk.is_empty() {
+        let mut cols = columns;
+        cols.push(ColumnDesc::hidden("_row_id", DataType::Int64));
+        let n = cols.len() - 1;
+        (cols, vec![n], false)
+    } else {
+        (columns, pk, true)
+    }
+}
+
+/// Make a catalog entry's descriptor.
+#[allow(clippy::too_many_arguments)]
+pub fn relation_desc(
+    id: TableId,
+    name: String,
+    kind: RelationKind,
+    columns: Vec<ColumnDesc>,
+    pk: Vec<usize>,
+    user_pk: bool,
+    definition: Option<String>,
+    with_options: BTreeMap<String, String>,
+) -> RelationDesc {
+    RelationDesc {
+        id,
+        name,
+        kind,
+        columns,
+        pk,
+        user_pk,
+        definition,
+        with_options,
+    }
+}

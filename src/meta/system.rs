@@ -1,0 +1,203 @@
+//! The system catalog (`rw_catalog`, DESIGN §7): relations computed from
+//! meta's state on every read.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::catalog::{ColumnDesc, RelationDesc, RelationKind};
+use super::service::MetaState;
+use crate::common::{DataType, Datum, Row, ScalarValue};
+
+type Col = (&'static str, DataType);
+
+const I: DataType = DataType::Int32;
+const V: DataType = DataType::Varchar;
+
+/// `(id, name, columns)` of every system relation.
+pub const SYSTEM_RELATIONS: &[(u32, &str, &[Col])] = &[
+    (
+        1,
+        "rw_worker_nodes",
+        &[("id", I), ("host", V), ("state", V), ("parallelism", I)],
+    ),
+    (2, "rw_parallel_units", &[("id", I), ("worker_id", I)]),
+    (3, "rw_tables", &[("id", I), ("name", V)]),
+    (
+        4,
+        "rw_materialized_views",
+        &[("id", I), ("name", V), ("definition", V)],
+    ),
+    (
+        5,
+        "rw_table_fragments",
+        &[("table_id", I), ("parallelism", V)],
+    ),
+    (
+        6,
+        "rw_fragments",
+        &[
+            ("fragment_id", I),
+            ("table_id", I),
+            ("distribution_type", V),
+            ("upstream_fragment_ids", V),
+            ("parallelism", I),
+        ],
+    ),
+    (
+        7,
+        "rw_actors",
+        &[
+            ("actor_id", I),
+            ("fragment_id", I),
+            ("worker_id", I),
+            ("parallel_unit_id", I),
+            ("vnode_count", I),
+        ],
+    ),
+    (
+        8,
+        "rw_fragment_vnodes",
+        &[("fragment_id", I), ("vnode", I), ("actor_id", I)],
+    ),
+    (
+        9,
+        "rw_scale_history",
+        &[
+            ("id", I),
+            ("started_at", DataType::Timestamp),
+            ("statement", V),
+            ("actors_added", I),
+            ("actors_removed", I),
+            ("vnodes_moved", I),
+            ("pause_ms", DataType::Float64),
+            ("total_ms", DataType::Float64),
+            ("status", V),
+        ],
+    ),
+];
+
+/// The descriptor of a system relation by name.
+pub fn system_relation(name: &str) -> Option<Arc<RelationDesc>> {
+    SYSTEM_RELATIONS
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .map(|(id, n, cols)| {
+            Arc::new(RelationDesc {
+                id: *id,
+                name: n.to_string(),
+                kind: RelationKind::System,
+                columns: cols.iter().map(|(c, t)| ColumnDesc::new(*c, *t)).collect(),
+                pk: vec![],
+                user_pk: false,
+                definition: None,
+                with_options: BTreeMap::new(),
+            })
+        })
+}
+
+fn int(v: impl TryInto<i32>) -> Datum {
+    v.try_into().ok().map(ScalarValue::Int32)
+}
+
+fn text(s: impl Into<Arc<str>>) -> Datum {
+    Some(ScalarValue::Varchar(s.into()))
+}
+
+/// The rows of a system relation.
+pub fn system_rows(st: &MetaState, name: &str) -> Vec<Row> {
+    match name {
+        "rw_worker_nodes" => st
+            .workers
+            .values()
+            .map(|w| {
+                vec![
+                    int(w.id),
+                    text(w.host.as_str()),
+                    text(w.state.name()),
+                    int(w.units.len()),
+                ]
+            })
+            .collect(),
+        "rw_parallel_units" => st
+            .workers
+            .values()
+            .flat_map(|w| w.units.iter().map(move |u| vec![int(*u), int(w.id)]))
+            .collect(),
+        "rw_tables" => st
+            .relations
+            .values()
+            .filter(|r| r.desc.kind == RelationKind::Table)
+            .map(|r| vec![int(r.desc.id), text(r.desc.name.as_str())])
+            .collect(),
+        "rw_materialized_views" => st
+            .relations
+            .values()
+            .filter(|r| r.desc.kind == RelationKind::MaterializedView)
+            .map(|r| {
+                vec![
+                    int(r.desc.id),
+                    text(r.desc.name.as_str()),
+                    text(r.desc.definition.clone().unwrap_or_default()),
+                ]
+            })
+            .collect(),
+        "rw_table_fragments" => st
+            .relations
+            .values()
+            .map(|r| vec![int(r.desc.id), text(r.parallelism.display())])
+            .collect(),
+        "rw_fragments" => st
+            .fragments
+            .values()
+            .map(|f| {
+                let mut ups: Vec<u32> = st
+                    .edges
+                    .iter()
+                    .filter(|e| e.down == f.id)
+                    .map(|e| e.up)
+                    .collect();
+                ups.sort_unstable();
+                ups.dedup();
+                let ups = ups
+                    .iter()
+                    .map(|u| u.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                vec![
+                    int(f.id),
+                    int(f.table_id),
+                    text(if f.singleton { "single" } else { "hash" }),
+                    text(ups),
+                    int(f.actors.len()),
+                ]
+            })
+            .collect(),
+        "rw_actors" => st
+            .fragments
+            .values()
+            .flat_map(|f| {
+                f.actors.iter().map(move |a| {
+                    vec![
+                        int(a.actor_id),
+                        int(f.id),
+                        int(a.worker),
+                        int(a.unit),
+                        int(a.vnodes.count()),
+                    ]
+                })
+            })
+            .collect(),
+        "rw_fragment_vnodes" => st
+            .fragments
+            .values()
+            .filter(|f| !f.singleton)
+            .flat_map(|f| {
+                f.mapping()
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(v, a)| vec![int(f.id), int(v), int(a)])
+            })
+            .collect(),
+        _ => vec![],
+    }
+}

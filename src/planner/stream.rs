@@ -1,0 +1,543 @@
+//! From a logical plan to a stream fragment graph.
+//!
+//! The plan is cut into fragments at every exchange: before an aggregation
+//! or a join (hash by the grouping / join key), before a union, before a
+//! singleton operator (global aggregate, top-N), and after the scan of an
+//! existing table or MV (hash by that relation's distribution key). Each
+//! stream node tracks its output stream key (unique per row, used by the
+//! downstream state) and its distribution (which columns decide the vnode of
+//! a row, or singleton); projections keep both by appending hidden columns.
+
+use super::PlanError;
+use crate::common::{DataType, Datum, ScalarValue};
+use crate::expr::Expr;
+use crate::meta::catalog::{ColumnDesc, TableId};
+use crate::meta::graph::{EdgeSpec, PlanFragment, PlanGraph, Upstream, UpstreamInfo};
+use crate::planner::logical::{JoinKind, LogicalPlan};
+use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Dist {
+    Hash(Vec<usize>),
+    Single,
+    /// Unknown (after a full outer join): needs an exchange before state.
+    Any,
+}
+
+/// A stream node under construction: the fragment it ends in, and its
+/// output properties.
+struct Node {
+    frag: PlanFragment,
+    types: Vec<DataType>,
+    pk: Vec<usize>,
+    dist: Dist,
+}
+
+pub struct StreamPlanner<'a> {
+    fragments: Vec<PlanFragment>,
+    upstream: &'a dyn UpstreamInfo,
+    alloc_table_id: &'a mut dyn FnMut() -> TableId,
+    internal_tables: Vec<TableId>,
+}
+
+type PResult<T> = Result<T, PlanError>;
+
+impl<'a> StreamPlanner<'a> {
+    pub fn new(
+        upstream: &'a dyn UpstreamInfo,
+        alloc_table_id: &'a mut dyn FnMut() -> TableId,
+    ) -> Self {
+        StreamPlanner {
+            fragments: Vec::new(),
+            upstream,
+            alloc_table_id,
+            internal_tables: Vec::new(),
+        }
+    }
+
+    fn table_id(&mut self) -> TableId {
+        let id = (self.alloc_table_id)();
+        self.internal_tables.push(id);
+        id
+    }
+
+    /// Close `node`'s fragment and start a new one reading it through `spec`.
+    fn exchange(
+        &mut self,
+        node: Node,
+        spec: EdgeSpec,
+        singleton: bool,
+    ) -> (PlanFragment, Vec<DataType>, Vec<usize>) {
+        self.fragments.push(node.frag);
+        let idx = self.fragments.len() - 1;
+        (
+            PlanFragment {
+                nodes: vec![],
+                inputs: vec![(Upstream::Local(idx), spec)],
+                singleton,
+                source: SourceDesc::None,
+            },
+            node.types,
+            node.pk,
+        )
+    }
+
+    /// Plan an MV over `plan`, whose output columns are named `names`;
+    /// the materialized state is table `mv_id`.
+    pub fn plan_mv(
+        mut self,
+        plan: &LogicalPlan,
+        names: &[String],
+        mv_id: TableId,
+    ) -> PResult<PlanGraph> {
+        let node = self.plan(plan)?;
+        let visible = names.len();
+        // Put the stream key (and distribution) into the output as hidden
+        // columns if the query does not already show them.
+        let node = self.keep_keys(node, (0..visible).collect())?;
+        let mut node = match node.dist {
+            Dist::Any => {
+                let pk = node.pk.clone();
+                let (frag, types, pk2) = self.exchange(node, EdgeSpec::Hash(pk.clone()), false);
+                Node {
+                    frag,
+                    types,
+                    pk: pk2,
+                    dist: Dist::Hash(pk),
+                }
+            }
+            _ => node,
+        };
+        let (dist_key, singleton) = match &node.dist {
+            Dist::Hash(k) => (k.clone(), false),
+            _ => (vec![], true),
+        };
+        let pk = node.pk.clone();
+        let dist_in_pk: Vec<usize> = if dist_key.iter().all(|d| pk.contains(d)) {
+            dist_key
+                .iter()
+                .filter_map(|d| pk.iter().position(|p| p == d))
+                .collect()
+        } else {
+            vec![]
+        };
+        node.frag.nodes.push(NodeDesc::Materialize {
+            table: StateTableDesc {
+                table_id: mv_id,
+                pk_types: pk.iter().map(|&i| node.types[i]).collect(),
+                pk_desc: vec![],
+                dist_in_pk,
+                value_types: Some(node.types.clone()),
+            },
+            pk: pk.clone(),
+            dist_key: dist_key.clone(),
+            handle_conflicts: false,
+            inserts_are_new: false,
+        });
+        let mut columns: Vec<ColumnDesc> = names
+            .iter()
+            .zip(&node.types)
+            .map(|(n, t)| ColumnDesc::new(n.clone(), *t))
+            .collect();
+        for (i, t) in node.types.iter().enumerate().skip(visible) {
+            columns.push(ColumnDesc::hidden(format!("_key{i}"), *t));
+        }
+        node.frag.singleton = singleton;
+        self.fragments.push(node.frag);
+        Ok(PlanGraph {
+            fragments: self.fragments,
+            columns,
+            pk,
+            dist_key,
+            singleton,
+            internal_tables: self.internal_tables,
+        })
+    }
+
+    /// Project `node` onto `keep` columns plus whatever stream key and
+    /// distribution columns are missing (appended at the end).
+    fn keep_keys(&mut self, node: Node, keep: Vec<usize>) -> PResult<Node> {
+        let mut cols = keep;
+        for &k in node.pk.iter().chain(match &node.dist {
+            Dist::Hash(d) => d.iter(),
+            _ => [].iter(),
+        }) {
+            if !cols.contains(&k) {
+                cols.push(k);
+            }
+        }
+        if cols == (0..node.types.len()).collect::<Vec<_>>() {
+            return Ok(node);
+        }
+        let exprs = cols
+            .iter()
+            .map(|&c| Expr::input_ref(c, node.types[c]))
+            .collect();
+        Ok(self.project(node, exprs))
+    }
+
+    /// Append a projection; stream key and distribution columns must be
+    /// among the plain column references of `exprs`.
+    fn project(&mut self, mut node: Node, exprs: Vec<Expr>) -> Node {
+        let pos = |c: usize, exprs: &[Expr]| {
+            exprs
+                .iter()
+                .position(|e| matches!(e, Expr::InputRef { index, .. } if *index == c))
+        };
+        let pk = node.pk.iter().filter_map(|&k| pos(k, &exprs)).collect();
+        let dist = match &node.dist {
+            Dist::Hash(d) => {
+                let mapped: Vec<usize> = d.iter().filter_map(|&k| pos(k, &exprs)).collect();
+                if mapped.len() == d.len() {
+                    Dist::Hash(mapped)
+                } else {
+                    Dist::Any
+                }
+            }
+            other => other.clone(),
+        };
+        let types = exprs.iter().map(|e| e.return_type()).collect();
+        node.frag.nodes.push(NodeDesc::Project { exprs });
+        Node {
+            frag: node.frag,
+            types,
+            pk,
+            dist,
+        }
+    }
+
+    fn plan(&mut self, plan: &LogicalPlan) -> PResult<Node> {
+        match plan {
+            LogicalPlan::Scan { relation } => {
+                let dist_key = self.upstream.dist_key(relation.id);
+                let (spec, singleton, dist) = match dist_key {
+                    Some(k) => (EdgeSpec::Hash(k.clone()), false, Dist::Hash(k)),
+                    None => (EdgeSpec::Simple, true, Dist::Single),
+                };
+                Ok(Node {
+                    frag: PlanFragment {
+                        nodes: vec![NodeDesc::StreamScan {
+                            upstream_table: relation.id,
+                            upstream_types: relation.types(),
+                        }],
+                        inputs: vec![(Upstream::Existing(relation.id), spec)],
+                        singleton,
+                        source: SourceDesc::None,
+                    },
+                    types: relation.types(),
+                    pk: relation.pk.clone(),
+                    dist,
+                })
+            }
+            LogicalPlan::Values { .. } => Err(PlanError::unsupported(
+                "a materialized view without FROM (constant rows)",
+            )),
+            LogicalPlan::Filter { input, predicate } => {
+                let mut node = self.plan(input)?;
+                node.frag.nodes.push(NodeDesc::Filter {
+                    predicate: predicate.clone(),
+                });
+                Ok(node)
+            }
+            LogicalPlan::Project { input, exprs, .. } => {
+                let node = self.plan(input)?;
+                let visible = exprs.len();
+                let mut all = exprs.clone();
+                // keep stream key and distribution columns (hidden)
+                let mut extra = node.pk.clone();
+                if let Dist::Hash(d) = &node.dist {
+                    extra.extend(d.iter().copied());
+                }
+                for k in extra {
+                    let present = all
+                        .iter()
+                        .any(|e| matches!(e, Expr::InputRef { index, .. } if *index == k));
+                    if !present {
+                        all.push(Expr::input_ref(k, node.types[k]));
+                    }
+                }
+                let _ = visible;
+                Ok(self.project(node, all))
+            }
+            LogicalPlan::Aggregate {
+                input,
+                group_by,
+                aggs,
+                ..
+            } => {
+                let node = self.plan(input)?;
+                let singleton = group_by.is_empty();
+                let (mut frag, types, _) = if singleton {
+                    self.exchange(node, EdgeSpec::Simple, true)
+                } else if node.dist == Dist::Hash(group_by.clone()) {
+                    (node.frag, node.types, node.pk)
+                } else {
+                    self.exchange(node, EdgeSpec::Hash(group_by.clone()), false)
+                };
+                let table_id = self.table_id();
+                let key_types: Vec<DataType> = group_by.iter().map(|&i| types[i]).collect();
+                frag.nodes.push(NodeDesc::HashAgg {
+                    group_by: group_by.clone(),
+                    calls: aggs.clone(),
+                    table: StateTableDesc {
+                        table_id,
+                        pk_types: key_types.clone(),
+                        pk_desc: vec![],
+                        dist_in_pk: (0..group_by.len()).collect(),
+                        value_types: None,
+                    },
+                });
+                let mut out_types = key_types;
+                out_types.extend(aggs.iter().map(|a| a.return_type));
+                let g = group_by.len();
+                Ok(Node {
+                    frag,
+                    types: out_types,
+                    pk: (0..g).collect(),
+                    dist: if singleton {
+                        Dist::Single
+                    } else {
+                        Dist::Hash((0..g).collect())
+                    },
+                })
+            }
+            LogicalPlan::Join {
+                left,
+                right,
+                kind,
+                on,
+                condition,
+            } => {
+                if on.is_empty() {
+                    return Err(PlanError::unsupported(
+                        "a streaming join without an equality condition",
+                    ));
+                }
+                let l = self.plan(left)?;
+                let r = self.plan(right)?;
+                // Children may carry hidden key columns after their logical
+                // ones: map logical positions of the right side past them.
+                let (llog, rlog) = (left.fields().len(), right.fields().len());
+                let lphys = l.types.len();
+                let remap = move |i: usize| if i < llog { i } else { i - llog + lphys };
+                let condition = condition.clone().map(|mut c| {
+                    c.map_input_refs(&mut |i| remap(i));
+                    c
+                });
+                let lkeys: Vec<usize> = on.iter().map(|p| p.0).collect();
+                let rkeys: Vec<usize> = on.iter().map(|p| p.1).collect();
+                let (lw, rw) = (l.types.len(), r.types.len());
+                let (lpk, rpk) = (l.pk.clone(), r.pk.clone());
+                let (ltypes, rtypes) = (l.types.clone(), r.types.clone());
+                self.fragments.push(l.frag);
+                let li = self.fragments.len() - 1;
+                self.fragments.push(r.frag);
+                let ri = self.fragments.len() - 1;
+                let lt = self.table_id();
+                let rt = self.table_id();
+                let side_table =
+                    |table_id, keys: &[usize], pk: &[usize], types: &[DataType]| StateTableDesc {
+                        table_id,
+                        pk_types: keys.iter().chain(pk.iter()).map(|&i| types[i]).collect(),
+                        pk_desc: vec![],
+                        dist_in_pk: (0..keys.len()).collect(),
+                        value_types: Some(types.to_vec()),
+                    };
+                let node = NodeDesc::HashJoin {
+                    kind: *kind,
+                    left_keys: lkeys.clone(),
+                    right_keys: rkeys.clone(),
+                    left_pk: lpk.clone(),
+                    right_pk: rpk.clone(),
+                    left_width: lw,
+                    right_width: rw,
+                    condition,
+                    left_table: side_table(lt, &lkeys, &lpk, &ltypes),
+                    right_table: side_table(rt, &rkeys, &rpk, &rtypes),
+                };
+                let mut types = ltypes;
+                types.extend(rtypes);
+                let mut pk = lpk;
+                pk.extend(rpk.iter().map(|&i| i + lw));
+                let dist = match kind {
+                    JoinKind::Inner | JoinKind::Left => Dist::Hash(lkeys.clone()),
+                    JoinKind::Right => Dist::Hash(rkeys.iter().map(|&i| i + lw).collect()),
+                    JoinKind::Full => Dist::Any,
+                };
+                let node = Node {
+                    frag: PlanFragment {
+                        nodes: vec![node],
+                        inputs: vec![
+                            (Upstream::Local(li), EdgeSpec::Hash(lkeys)),
+                            (Upstream::Local(ri), EdgeSpec::Hash(rkeys)),
+                        ],
+                        singleton: false,
+                        source: SourceDesc::None,
+                    },
+                    types,
+                    pk,
+                    dist,
+                };
+                if lphys == llog && rw == rlog {
+                    return Ok(node);
+                }
+                // Restore the logical layout, hidden keys after it.
+                let keep: Vec<usize> = (0..llog).chain(lphys..lphys + rlog).collect();
+                self.keep_keys(node, keep)
+            }
+            LogicalPlan::Union { inputs } => self.plan_union(inputs),
+            LogicalPlan::TopN {
+                input,
+                order,
+                limit,
+                offset,
+            } => {
+                let node = self.plan(input)?;
+                if limit.is_none() && *offset == 0 {
+                    // ORDER BY alone means nothing for a maintained view.
+                    return Ok(node);
+                }
+                let (mut frag, types, pk) = self.exchange(node, EdgeSpec::Simple, true);
+                let table_id = self.table_id();
+                frag.nodes.push(NodeDesc::TopN {
+                    order: order.clone(),
+                    limit: *limit,
+                    offset: *offset,
+                    pk: pk.clone(),
+                    table: StateTableDesc {
+                        table_id,
+                        pk_types: pk.iter().map(|&i| types[i]).collect(),
+                        pk_desc: vec![],
+                        dist_in_pk: vec![],
+                        value_types: Some(types.clone()),
+                    },
+                });
+                Ok(Node {
+                    frag,
+                    types,
+                    pk,
+                    dist: Dist::Single,
+                })
+            }
+        }
+    }
+
+    /// UNION ALL: every branch is projected to `visible ++ [branch id] ++
+    /// every branch's stream key` (NULL outside its own branch), which makes
+    /// the union's stream key `[branch id, keys...]`.
+    fn plan_union(&mut self, inputs: &[LogicalPlan]) -> PResult<Node> {
+        let mut nodes = Vec::new();
+        for p in inputs {
+            nodes.push(self.plan(p)?);
+        }
+        let visible = inputs.first().map(|p| p.fields().len()).unwrap_or(0);
+        let key_types: Vec<Vec<DataType>> = nodes
+            .iter()
+            .map(|n| n.pk.iter().map(|&i| n.types[i]).collect())
+            .collect();
+        let mut frag_inputs = Vec::new();
+        let mut out_types = Vec::new();
+        let n_keys: usize = key_types.iter().map(|k| k.len()).sum();
+        for (b, node) in nodes.into_iter().enumerate() {
+            let mut exprs: Vec<Expr> = (0..visible)
+                .map(|i| Expr::input_ref(i, node.types[i]))
+                .collect();
+            exprs.push(Expr::literal(
+                Some(ScalarValue::Int32(b as i32)),
+                DataType::Int32,
+            ));
+            for (bb, kt) in key_types.iter().enumerate() {
+                for (j, t) in kt.iter().enumerate() {
+                    if bb == b {
+                        exprs.push(Expr::input_ref(node.pk[j], *t));
+                    } else {
+                        exprs.push(Expr::literal(None::<ScalarValue> as Datum, *t));
+                    }
+                }
+            }
+            let mut node = node;
+            node.frag.nodes.push(NodeDesc::Project {
+                exprs: exprs.clone(),
+            });
+            out_types = exprs.iter().map(|e| e.return_type()).collect();
+            self.fragments.push(node.frag);
+            let key: Vec<usize> = (visible..visible + 1 + n_keys).collect();
+            frag_inputs.push((
+                Upstream::Local(self.fragments.len() - 1),
+                EdgeSpec::Hash(key),
+            ));
+        }
+        let key: Vec<usize> = (visible..visible + 1 + n_keys).collect();
+        Ok(Node {
+            frag: PlanFragment {
+                nodes: vec![NodeDesc::Union],
+                inputs: frag_inputs,
+                singleton: false,
+                source: SourceDesc::None,
+            },
+            types: out_types,
+            pk: key.clone(),
+            dist: Dist::Hash(key),
+        })
+    }
+}
+
+/// The fragment graph of a table: a fragment materializing the rows DML
+/// (and a datagen source, if any) send it, hash-distributed by the pk.
+pub fn plan_table(
+    table_id: TableId,
+    columns: &[ColumnDesc],
+    pk: &[usize],
+    user_pk: bool,
+    datagen: Option<(crate::stream::datagen::DatagenDesc, TableId)>,
+) -> PlanGraph {
+    let types: Vec<DataType> = columns.iter().map(|c| c.data_type).collect();
+    let mut fragments = Vec::new();
+    let mut inputs = Vec::new();
+    let mut internal_tables = Vec::new();
+    if let Some((desc, offset_table)) = datagen {
+        internal_tables.push(offset_table);
+        fragments.push(PlanFragment {
+            nodes: vec![],
+            inputs: vec![],
+            singleton: true,
+            source: SourceDesc::Datagen {
+                desc,
+                state: StateTableDesc {
+                    table_id: offset_table,
+                    pk_types: vec![],
+                    pk_desc: vec![],
+                    dist_in_pk: vec![],
+                    value_types: None,
+                },
+            },
+        });
+        inputs.push((Upstream::Local(0), EdgeSpec::Hash(pk.to_vec())));
+    }
+    fragments.push(PlanFragment {
+        nodes: vec![NodeDesc::Materialize {
+            table: StateTableDesc {
+                table_id,
+                pk_types: pk.iter().map(|&i| types[i]).collect(),
+                pk_desc: vec![],
+                dist_in_pk: (0..pk.len()).collect(),
+                value_types: Some(types.clone()),
+            },
+            pk: pk.to_vec(),
+            dist_key: pk.to_vec(),
+            handle_conflicts: true,
+            inserts_are_new: !user_pk,
+        }],
+        inputs,
+        singleton: false,
+        source: SourceDesc::Table,
+    });
+    PlanGraph {
+        fragments,
+        columns: columns.to_vec(),
+        pk: pk.to_vec(),
+        dist_key: pk.to_vec(),
+        singleton: false,
+        internal_tables,
+    }
+}

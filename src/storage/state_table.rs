@@ -1,0 +1,321 @@
+//! A state table: one actor's view of one logical table in the state store.
+//!
+//! Rows are keyed `table_id | vnode | memcomparable(pk)` where the vnode is
+//! the hash of the row's distribution key. Writes of the current epoch are
+//! buffered and handed to the store by [`StateTable::commit`] when the
+//! barrier closing the epoch arrives. Reads see the buffer, then the actor's
+//! staged epochs, then committed data.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{prefix_end, vnode_prefix, StateStore, StorageResult};
+use crate::common::encoding::{
+    decode_row, decode_row_tagged, encode_key_ordered, encode_row, encode_row_tagged, vnode_of,
+};
+use crate::common::{Bitmap, DataType, Datum, Row, VirtualNode};
+use crate::meta::catalog::TableId;
+
+/// How stored rows are encoded.
+#[derive(Clone, Debug)]
+pub enum ValueCodec {
+    /// Rows of a known schema.
+    Schema(Vec<DataType>),
+    /// Self-describing rows (aggregate states).
+    Tagged,
+}
+
+/// Proof that a state table handed its epoch to the store. Executors must
+/// commit before forwarding a barrier; returning this value from the
+/// commit makes forgetting it a compile-time warning.
+#[must_use = "a barrier may be forwarded only after the state is committed"]
+pub struct Committed;
+
+pub struct StateTable {
+    table_id: TableId,
+    store: Arc<dyn StateStore>,
+    /// Types of the pk columns, in pk order.
+    pk_types: Vec<DataType>,
+    /// Sort direction of each pk column (descending for top-N keys).
+    pk_desc: Vec<bool>,
+    /// Positions of the distribution key inside the pk.
+    dist_in_pk: Vec<usize>,
+    codec: ValueCodec,
+    /// Vnodes this actor owns; every key touched must hash into it.
+    vnodes: Bitmap,
+    /// Writes of the current epoch.
+    buffer: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl StateTable {
+    /// `pk_types`/`pk_desc` describe the key; the vnode of a key is the hash
+    /// of the pk columns at `dist_in_pk` (empty: everything in vnode 0, for
+    /// singleton fragments).
+    pub fn new(
+        table_id: TableId,
+        store: Arc<dyn StateStore>,
+        pk_types: Vec<DataType>,
+        pk_desc: Vec<bool>,
+        dist_in_pk: Vec<usize>,
+        codec: ValueCodec,
+        vnodes: Bitmap,
+    ) -> Self {
+        StateTable {
+            table_id,
+            store,
+            pk_desc: if pk_desc.is_empty() {
+                vec![false; pk_types.len()]
+            } else {
+                pk_desc
+            },
+            pk_types,
+            dist_in_pk,
+            codec,
+            vnodes,
+            buffer: BTreeMap::new(),
+        }
+    }
+
+    pub fn table_id(&self) -> TableId {
+        self.table_id
+    }
+
+    pub fn vnodes(&self) -> &Bitmap {
+        &self.vnodes
+    }
+
+    pub fn vnode_of_pk(&self, pk: &[Datum]) -> VirtualNode {
+        vnode_of(pk, &self.dist_in_pk)
+    }
+
+    fn key(&self, pk: &[Datum]) -> Vec<u8> {
+        let vnode = self.vnode_of_pk(pk);
+        debug_assert!(
+            self.vnodes.contains(vnode),
+            "table {} touched vnode {vnode} it does not own",
+            self.table_id
+        );
+        let mut k = vnode_prefix(self.table_id, vnode);
+        encode_key_ordered(&mut k, pk, &self.pk_desc);
+        k
+    }
+
+    fn encode_value(&self, value: &[Datum]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(32);
+        match &self.codec {
+            ValueCodec::Schema(_) => encode_row(&mut v, value),
+            ValueCodec::Tagged => encode_row_tagged(&mut v, value),
+        }
+        v
+    }
+
+    fn decode_value(&self, data: &[u8]) -> StorageResult<Row> {
+        Ok(match &self.codec {
+            ValueCodec::Schema(types) => decode_row(data, types, &[])?,
+            ValueCodec::Tagged => decode_row_tagged(data)?,
+        })
+    }
+
+    /// Write `value` under `pk` (insert or overwrite).
+    pub fn put(&mut self, pk: &[Datum], value: &[Datum]) {
+        let k = self.key(pk);
+        let v = self.encode_value(value);
+        self.buffer.insert(k, Some(v));
+    }
+
+    pub fn delete(&mut self, pk: &[Datum]) {
+        let k = self.key(pk);
+        self.buffer.insert(k, None);
+    }
+
+    fn key_at(&self, vnode: VirtualNode, pk: &[Datum]) -> Vec<u8> {
+        debug_assert!(
+            self.vnodes.contains(vnode),
+            "table {} touched vnode {vnode} it does not own",
+            self.table_id
+        );
+        let mut k = vnode_prefix(self.table_id, vnode);
+        encode_key_ordered(&mut k, pk, &self.pk_desc);
+        k
+    }
+
+    /// Write under an explicit vnode, for tables whose distribution key is
+    /// not part of the pk (the vnode comes from the whole row).
+    pub fn put_at(&mut self, vnode: VirtualNode, pk: &[Datum], value: &[Datum]) {
+        let k = self.key_at(vnode, pk);
+        let v = self.encode_value(value);
+        self.buffer.insert(k, Some(v));
+    }
+
+    pub fn delete_at(&mut self, vnode: VirtualNode, pk: &[Datum]) {
+        let k = self.key_at(vnode, pk);
+        self.buffer.insert(k, None);
+    }
+
+    pub fn get_at(&self, vnode: VirtualNode, pk: &[Datum]) -> StorageResult<Option<Row>> {
+        let k = self.key_at(vnode, pk);
+        if let Some(v) = self.buffer.get(&k) {
+            return v.as_ref().map(|v| self.decode_value(v)).transpose();
+        }
+        match self.store.get(&k, true)? {
+            Some(v) => Ok(Some(self.decode_value(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Point read of the value under `pk`.
+    pub fn get(&self, pk: &[Datum]) -> StorageResult<Option<Row>> {
+        let k = self.key(pk);
+        if let Some(v) = self.buffer.get(&k) {
+            return v.as_ref().map(|v| self.decode_value(v)).transpose();
+        }
+        match self.store.get(&k, true)? {
+            Some(v) => Ok(Some(self.decode_value(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// All `(pk, value)` pairs whose pk starts with `prefix`, in key order.
+    /// The prefix must cover the distribution key (so it names one vnode),
+    /// unless the table is a singleton.
+    pub fn scan_prefix(&self, prefix: &[Datum]) -> StorageResult<Vec<(Row, Row)>> {
+        let vnode = if self.dist_in_pk.iter().all(|&i| i < prefix.len()) {
+            vnode_of(prefix, &self.dist_in_pk)
+        } else {
+            debug_assert!(false, "prefix does not determine the vnode");
+            0
+        };
+        debug_assert!(self.vnodes.contains(vnode));
+        let mut start = vnode_prefix(self.table_id, vnode);
+        encode_key_ordered(&mut start, prefix, &self.pk_desc);
+        self.scan_range_raw(start)
+    }
+
+    /// Every row of one vnode.
+    pub fn scan_vnode(&self, vnode: VirtualNode) -> StorageResult<Vec<(Row, Row)>> {
+        self.scan_range_raw(vnode_prefix(self.table_id, vnode))
+    }
+
+    fn scan_range_raw(&self, start: Vec<u8>) -> StorageResult<Vec<(Row, Row)>> {
+        let end = prefix_end(&start);
+        let stored = self
+            .store
+            .scan((Bound::Included(start.clone()), end.clone()), true)?;
+        let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = stored
+            .into_iter()
+            .map(|(k, v)| (k.to_vec(), Some(v.to_vec())))
+            .collect();
+        for (k, v) in self
+            .buffer
+            .range::<Vec<u8>, _>((Bound::Included(start), end))
+        {
+            merged.insert(k.clone(), v.clone());
+        }
+        let mut out = Vec::new();
+        for (k, v) in merged {
+            if let Some(v) = v {
+                let pk = decode_row(&k[6..], &self.pk_types, &self.pk_desc)?;
+                out.push((pk, self.decode_value(&v)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Hand this epoch's writes to the store.
+    pub fn commit(&mut self, epoch: u64) -> StorageResult<Committed> {
+        if !self.buffer.is_empty() {
+            let writes = std::mem::take(&mut self.buffer)
+                .into_iter()
+                .map(|(k, v)| (Bytes::from(k), v.map(Bytes::from)))
+                .collect();
+            self.store.ingest(epoch, writes)?;
+        }
+        Ok(Committed)
+    }
+
+    /// Take a new vnode set (after a scale barrier was committed and
+    /// forwarded). Returns the vnodes gained.
+    pub fn update_vnodes(&mut self, vnodes: Bitmap) -> Bitmap {
+        debug_assert!(
+            self.buffer.is_empty(),
+            "vnodes swapped with uncommitted writes"
+        );
+        let gained = Bitmap::from_vnodes(vnodes.iter().filter(|v| !self.vnodes.contains(*v)));
+        self.vnodes = vnodes;
+        gained
+    }
+}
+
+/// Read every committed row of a table in key order, regardless of vnode
+/// ownership (batch scans, backfill snapshots). Values are decoded with
+/// `types`.
+pub fn scan_table_committed(
+    store: &dyn StateStore,
+    table_id: TableId,
+    types: &[DataType],
+    vnodes: Option<&Bitmap>,
+) -> StorageResult<Vec<Row>> {
+    let prefix = super::table_prefix(table_id);
+    let pairs = store.scan(super::prefix_range(&prefix), false)?;
+    let mut out = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        if let Some(bm) = vnodes {
+            let vnode = u16::from_be_bytes([k[4], k[5]]);
+            if !bm.contains(vnode) {
+                continue;
+            }
+        }
+        out.push(decode_row(&v, types, &[])?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::ScalarValue;
+    use crate::storage::MemoryStateStore;
+
+    fn i(v: i64) -> Datum {
+        Some(ScalarValue::Int64(v))
+    }
+
+    #[test]
+    fn put_get_scan_commit() {
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
+        let mut t = StateTable::new(
+            7,
+            store.clone(),
+            vec![DataType::Int64, DataType::Int64],
+            vec![],
+            vec![0],
+            ValueCodec::Schema(vec![DataType::Int64, DataType::Int64]),
+            Bitmap::full(),
+        );
+        t.put(&[i(1), i(2)], &[i(1), i(2)]);
+        t.put(&[i(1), i(1)], &[i(1), i(1)]);
+        t.put(&[i(2), i(1)], &[i(2), i(1)]);
+        let rows = t.scan_prefix(&[i(1)]).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].0, vec![i(1), i(1)]);
+        let _ = t.commit(1).unwrap();
+        assert_eq!(t.get(&[i(2), i(1)]).unwrap(), Some(vec![i(2), i(1)]));
+        t.delete(&[i(1), i(1)]);
+        assert_eq!(t.scan_prefix(&[i(1)]).unwrap().len(), 1);
+        assert!(
+            scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)
+                .unwrap()
+                .is_empty()
+        );
+        store.commit(1).unwrap();
+        assert_eq!(
+            scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! An actor: a merge (or a source), a chain of executors and a set of
+//! dispatchers, run as one tokio task. See `message.rs` for the barrier
+//! protocol it follows.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::sleep_until;
+
+use super::datagen::DatagenReader;
+use super::exchange::{DispatchSet, ExchangeRegistry, Merge, MergeInput};
+use super::executor::stream_scan::wait_committed;
+use super::executor::Executor;
+use super::message::{ActorId, Barrier, FragmentId, Message, Mutation};
+use super::{StreamError, StreamResult};
+use crate::common::StreamChunk;
+
+/// What a compute node reports to meta.
+#[derive(Debug, Clone)]
+pub enum ComputeEvent {
+    /// The actor passed the barrier of epoch `curr`.
+    Collected { actor_id: ActorId, epoch: u64 },
+    /// The actor stopped with an error it cannot recover from.
+    Failed { actor_id: ActorId, error: String },
+}
+
+/// What an actor reads from.
+pub enum ActorInput {
+    Merge(Merge),
+    /// A datagen source: barriers come through the merge (its local
+    /// channel), data from the generator in between.
+    Datagen {
+        merge: Merge,
+        reader: Box<DatagenReader>,
+    },
+}
+
+pub struct Actor {
+    pub actor_id: ActorId,
+    pub fragment_id: FragmentId,
+    pub input: ActorInput,
+    pub executors: Vec<Box<dyn Executor>>,
+    pub dispatch: DispatchSet,
+    pub registry: Arc<ExchangeRegistry>,
+    pub events: mpsc::UnboundedSender<ComputeEvent>,
+    pub committed: watch::Receiver<u64>,
+}
+
+impl Actor {
+    pub async fn run(mut self) {
+        let id = self.actor_id;
+        match self.run_inner().await {
+            Ok(()) => tracing::debug!(actor_id = id, "actor stopped"),
+            Err(e) => {
+                tracing::error!(actor_id = id, error = %e, "actor failed");
+                let _ = self.events.send(ComputeEvent::Failed {
+                    actor_id: id,
+                    error: e.to_string(),
+                });
+            }
+        }
+    }
+
+    async fn next_input(&mut self) -> StreamResult<(usize, Message)> {
+        match &mut self.input {
+            ActorInput::Merge(m) => m.next().await,
+            ActorInput::Datagen { merge, reader } => {
+                if reader.is_active() {
+                    let due = reader.next_due();
+                    tokio::select! {
+                        biased;
+                        msg = merge.next() => msg,
+                        _ = sleep_until(due) => Ok((0, Message::Chunk(reader.next_chunk()))),
+                    }
+                } else {
+                    merge.next().await
+                }
+            }
+        }
+    }
+
+    async fn run_inner(&mut self) -> StreamResult<()> {
+        loop {
+            let (input, msg) = self.next_input().await?;
+            match msg {
+                Message::Chunk(chunk) => self.push(0, input, vec![chunk]).await?,
+                Message::Barrier(barrier) => {
+                    if self.handle_barrier(barrier).await? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Run chunks through executors `start..` and dispatch the result.
+    async fn push(
+        &mut self,
+        start: usize,
+        input: usize,
+        chunks: Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        let mut cur = chunks;
+        let mut inp = input;
+        for ex in &mut self.executors[start..] {
+            let mut next = Vec::new();
+            for c in cur {
+                if !c.is_empty() {
+                    ex.process_chunk(inp, c, &mut next).await?;
+                }
+            }
+            cur = next;
+            inp = 0;
+            if cur.is_empty() {
+                return Ok(());
+            }
+        }
+        for c in cur {
+            self.dispatch.dispatch_chunk(c).await?;
+        }
+        Ok(())
+    }
+
+    /// Returns whether the actor must stop.
+    async fn handle_barrier(&mut self, barrier: Barrier) -> StreamResult<bool> {
+        let me = self.actor_id;
+        // 1. merge input changes: admit new upstreams at this barrier
+        if let (Some(Mutation::Update(u)), ActorInput::Merge(m)) =
+            (barrier.mutation.as_deref(), &mut self.input)
+        {
+            if let Some(mu) = u.merges.get(&me) {
+                m.remove_inputs(&mu.removed_inputs);
+            }
+        }
+        // 2. sources: offset commit, pause/resume
+        if let ActorInput::Datagen { reader, .. } = &mut self.input {
+            reader.load()?;
+            if barrier.is_pause() {
+                reader.set_paused(true);
+            } else if barrier.is_resume() {
+                reader.set_paused(false);
+            }
+            reader.commit(barrier.epoch.prev)?;
+        }
+        // 3. executors flush and commit, in chain order
+        for i in 0..self.executors.len() {
+            let mut out = Vec::new();
+            self.executors[i]
+                .process_barrier(&barrier, &mut out)
+                .await?;
+            if !out.is_empty() {
+                self.push(i + 1, 0, out).await?;
+            }
+        }
+        // 4. forward
+        self.dispatch
+            .dispatch_barrier(&barrier, &self.registry)
+            .await?;
+        let _ = self.events.send(ComputeEvent::Collected {
+            actor_id: me,
+            epoch: barrier.epoch.curr,
+        });
+        if barrier.stops(me) {
+            return Ok(true);
+        }
+        // 5. new vnodes: their state was last written by another actor
+        if let Some(bitmap) = barrier.new_bitmap(me) {
+            for ex in &mut self.executors {
+                ex.update_vnodes(bitmap);
+            }
+            wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+        }
+        for i in 0..self.executors.len() {
+            let mut out = Vec::new();
+            self.executors[i].after_barrier(&barrier, &mut out).await?;
+            if !out.is_empty() {
+                self.push(i + 1, 0, out).await?;
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// A merge input from `registry` for each upstream actor.
+pub fn merge_inputs(
+    registry: &ExchangeRegistry,
+    me: ActorId,
+    inputs: &[(usize, Vec<ActorId>)],
+) -> Vec<MergeInput> {
+    inputs
+        .iter()
+        .flat_map(|(index, ups)| {
+            ups.iter().map(move |&up| MergeInput {
+                input_index: *index,
+                upstream: Some(up),
+                rx: registry.take_receiver(up, me),
+            })
+        })
+        .collect()
+}
+
+impl From<tokio::sync::mpsc::error::SendError<Message>> for StreamError {
+    fn from(_: tokio::sync::mpsc::error::SendError<Message>) -> Self {
+        StreamError::Internal("channel closed".into())
+    }
+}

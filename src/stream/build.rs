@@ -1,0 +1,310 @@
+//! Actor descriptions (what meta sends a compute node) and the building of
+//! actors from them. Kept apart from executor logic so tests can build
+//! executors directly.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+
+use super::actor::{merge_inputs, Actor, ActorInput, ComputeEvent};
+use super::datagen::{DatagenDesc, DatagenReader};
+use super::exchange::{DispatchSet, Dispatcher, ExchangeRegistry, Merge, MergeInput};
+use super::executor::filter::FilterExecutor;
+use super::executor::hash_agg::HashAggExecutor;
+use super::executor::hash_join::{HashJoinExecutor, JoinSide};
+use super::executor::materialize::MaterializeExecutor;
+use super::executor::project::ProjectExecutor;
+use super::executor::stream_scan::StreamScanExecutor;
+use super::executor::top_n::TopNExecutor;
+use super::executor::union::UnionExecutor;
+use super::executor::Executor;
+use super::message::{ActorId, DispatcherDesc, FragmentId, Message};
+use crate::common::order::{JoinKind, OrderKey};
+use crate::common::{Bitmap, DataType};
+use crate::expr::{AggCall, Expr};
+use crate::meta::catalog::TableId;
+use crate::storage::state_table::ValueCodec;
+use crate::storage::{StateStore, StateTable};
+
+/// A state table's layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateTableDesc {
+    pub table_id: TableId,
+    pub pk_types: Vec<DataType>,
+    pub pk_desc: Vec<bool>,
+    /// Positions of the distribution key within the pk.
+    pub dist_in_pk: Vec<usize>,
+    /// Value schema (`None`: self-describing rows).
+    pub value_types: Option<Vec<DataType>>,
+}
+
+impl StateTableDesc {
+    pub fn build(&self, store: Arc<dyn StateStore>, vnodes: Bitmap) -> StateTable {
+        StateTable::new(
+            self.table_id,
+            store,
+            self.pk_types.clone(),
+            self.pk_desc.clone(),
+            self.dist_in_pk.clone(),
+            match &self.value_types {
+                Some(t) => ValueCodec::Schema(t.clone()),
+                None => ValueCodec::Tagged,
+            },
+            vnodes,
+        )
+    }
+}
+
+/// One executor of a fragment.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeDesc {
+    Project {
+        exprs: Vec<Expr>,
+    },
+    Filter {
+        predicate: Expr,
+    },
+    Materialize {
+        table: StateTableDesc,
+        pk: Vec<usize>,
+        dist_key: Vec<usize>,
+        handle_conflicts: bool,
+        inserts_are_new: bool,
+    },
+    HashAgg {
+        group_by: Vec<usize>,
+        calls: Vec<AggCall>,
+        table: StateTableDesc,
+    },
+    HashJoin {
+        kind: JoinKind,
+        left_keys: Vec<usize>,
+        right_keys: Vec<usize>,
+        left_pk: Vec<usize>,
+        right_pk: Vec<usize>,
+        left_width: usize,
+        right_width: usize,
+        condition: Option<Expr>,
+        left_table: StateTableDesc,
+        right_table: StateTableDesc,
+    },
+    TopN {
+        order: Vec<OrderKey>,
+        limit: Option<u64>,
+        offset: u64,
+        pk: Vec<usize>,
+        table: StateTableDesc,
+    },
+    Union,
+    StreamScan {
+        upstream_table: TableId,
+        upstream_types: Vec<DataType>,
+    },
+}
+
+impl NodeDesc {
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeDesc::Project { .. } => "Project",
+            NodeDesc::Filter { .. } => "Filter",
+            NodeDesc::Materialize { .. } => "Materialize",
+            NodeDesc::HashAgg { .. } => "HashAgg",
+            NodeDesc::HashJoin { .. } => "HashJoin",
+            NodeDesc::TopN { .. } => "TopN",
+            NodeDesc::Union => "Union",
+            NodeDesc::StreamScan { .. } => "StreamScan",
+        }
+    }
+
+    /// The state tables the executor owns.
+    pub fn state_tables(&self) -> Vec<TableId> {
+        match self {
+            NodeDesc::Materialize { table, .. }
+            | NodeDesc::HashAgg { table, .. }
+            | NodeDesc::TopN { table, .. } => vec![table.table_id],
+            NodeDesc::HashJoin {
+                left_table,
+                right_table,
+                ..
+            } => vec![left_table.table_id, right_table.table_id],
+            _ => vec![],
+        }
+    }
+}
+
+/// What feeds a source actor besides its upstreams.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SourceDesc {
+    /// Not a source: barriers arrive from upstream actors.
+    None,
+    /// A table actor: barriers are injected and DML arrives through its
+    /// local channel.
+    Table,
+    /// A datagen actor with its offset table.
+    Datagen {
+        desc: DatagenDesc,
+        state: StateTableDesc,
+    },
+}
+
+/// Everything a compute node needs to build one actor.
+#[derive(Clone, Debug)]
+pub struct ActorDesc {
+    pub actor_id: ActorId,
+    pub fragment_id: FragmentId,
+    pub nodes: Vec<NodeDesc>,
+    /// `(executor input index, upstream actors)`.
+    pub inputs: Vec<(usize, Vec<ActorId>)>,
+    pub source: SourceDesc,
+    pub dispatchers: Vec<DispatcherDesc>,
+    pub vnodes: Bitmap,
+    /// Whether a stream scan of this actor must backfill (job creation).
+    pub backfill: bool,
+}
+
+/// Shared services an actor is built with.
+pub struct BuildContext {
+    pub store: Arc<dyn StateStore>,
+    pub registry: Arc<ExchangeRegistry>,
+    pub events: mpsc::UnboundedSender<ComputeEvent>,
+    pub committed: watch::Receiver<u64>,
+}
+
+/// Build an actor. For source actors, the local channel's receiver is
+/// given; its sender is how barriers and DML reach the actor.
+pub fn build_actor(
+    desc: &ActorDesc,
+    ctx: &BuildContext,
+    local_rx: Option<mpsc::Receiver<Message>>,
+) -> Actor {
+    let me = desc.actor_id;
+    let mut inputs = merge_inputs(&ctx.registry, me, &desc.inputs);
+    if let Some(rx) = local_rx {
+        inputs.push(MergeInput {
+            input_index: 0,
+            upstream: None,
+            rx,
+        });
+    }
+    let merge = Merge::new(inputs).with_owner(me, ctx.registry.clone());
+    let input = match &desc.source {
+        SourceDesc::Datagen { desc: g, state } => ActorInput::Datagen {
+            merge,
+            reader: Box::new(DatagenReader::new(
+                g.clone(),
+                state.build(ctx.store.clone(), Bitmap::full()),
+            )),
+        },
+        _ => ActorInput::Merge(merge),
+    };
+    let executors = desc
+        .nodes
+        .iter()
+        .map(|n| build_executor(n, desc, ctx))
+        .collect();
+    let dispatchers = desc
+        .dispatchers
+        .iter()
+        .map(|d| Dispatcher::new(d, |down| ctx.registry.take_sender(me, down)))
+        .collect();
+    Actor {
+        actor_id: me,
+        fragment_id: desc.fragment_id,
+        input,
+        executors,
+        dispatch: DispatchSet {
+            actor_id: me,
+            dispatchers,
+        },
+        registry: ctx.registry.clone(),
+        events: ctx.events.clone(),
+        committed: ctx.committed.clone(),
+    }
+}
+
+fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box<dyn Executor> {
+    let vnodes = actor.vnodes.clone();
+    let store = ctx.store.clone();
+    let id = actor.actor_id;
+    match node {
+        NodeDesc::Project { exprs } => Box::new(ProjectExecutor::new(exprs.clone(), id)),
+        NodeDesc::Filter { predicate } => Box::new(FilterExecutor::new(predicate.clone(), id)),
+        NodeDesc::Materialize {
+            table,
+            pk,
+            dist_key,
+            handle_conflicts,
+            inserts_are_new,
+        } => Box::new(MaterializeExecutor::new(
+            table.build(store, vnodes),
+            pk.clone(),
+            dist_key.clone(),
+            *handle_conflicts,
+            *inserts_are_new,
+        )),
+        NodeDesc::HashAgg {
+            group_by,
+            calls,
+            table,
+        } => Box::new(HashAggExecutor::new(
+            group_by.clone(),
+            calls.clone(),
+            table.build(store, vnodes),
+            id,
+        )),
+        NodeDesc::HashJoin {
+            kind,
+            left_keys,
+            right_keys,
+            left_pk,
+            right_pk,
+            left_width,
+            right_width,
+            condition,
+            left_table,
+            right_table,
+        } => Box::new(HashJoinExecutor::new(
+            *kind,
+            JoinSide::new(
+                left_keys.clone(),
+                left_pk.clone(),
+                *left_width,
+                left_table.build(store.clone(), vnodes.clone()),
+            ),
+            JoinSide::new(
+                right_keys.clone(),
+                right_pk.clone(),
+                *right_width,
+                right_table.build(store, vnodes),
+            ),
+            condition.clone(),
+            id,
+        )),
+        NodeDesc::TopN {
+            order,
+            limit,
+            offset,
+            pk,
+            table,
+        } => Box::new(TopNExecutor::new(
+            order.clone(),
+            *limit,
+            *offset,
+            pk.clone(),
+            table.build(store, vnodes),
+        )),
+        NodeDesc::Union => Box::new(UnionExecutor),
+        NodeDesc::StreamScan {
+            upstream_table,
+            upstream_types,
+        } => Box::new(StreamScanExecutor::new(
+            id,
+            *upstream_table,
+            upstream_types.clone(),
+            actor.backfill,
+            vnodes,
+            store,
+            ctx.committed.clone(),
+        )),
+    }
+}

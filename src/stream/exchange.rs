@@ -1,0 +1,436 @@
+//! Moving messages between actors: the channel registry, the merge that
+//! aligns barriers over an actor's inputs, and the dispatchers.
+
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::task::Poll;
+
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+use super::message::{
+    ActorId, Barrier, DispatcherDesc, DispatcherKind, FragmentId, Message, Mutation,
+};
+use super::{StreamError, StreamResult};
+use crate::common::encoding::vnode_of;
+use crate::common::{Op, StreamChunk};
+
+/// Capacity of an actor-to-actor channel, in messages.
+pub const CHANNEL_CAPACITY: usize = 16;
+
+type Channel = (
+    Option<mpsc::Sender<Message>>,
+    Option<mpsc::Receiver<Message>>,
+);
+
+/// Rendezvous for the two ends of every actor-to-actor channel. The
+/// upstream side takes the sender and the downstream side the receiver, in
+/// either order; the pair is forgotten once both are taken.
+#[derive(Default)]
+pub struct ExchangeRegistry {
+    channels: Mutex<HashMap<(ActorId, ActorId), Channel>>,
+}
+
+impl ExchangeRegistry {
+    pub fn take_sender(&self, up: ActorId, down: ActorId) -> mpsc::Sender<Message> {
+        let mut chans = self.channels.lock();
+        let entry = chans.entry((up, down)).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            (Some(tx), Some(rx))
+        });
+        let tx = entry.0.take();
+        if entry.1.is_none() {
+            chans.remove(&(up, down));
+        }
+        tx.unwrap_or_else(|| {
+            // Taken twice (a rebuilt actor): make a fresh pair.
+            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            chans.insert((up, down), (None, Some(rx)));
+            tx
+        })
+    }
+
+    pub fn take_receiver(&self, up: ActorId, down: ActorId) -> mpsc::Receiver<Message> {
+        let mut chans = self.channels.lock();
+        let entry = chans.entry((up, down)).or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            (Some(tx), Some(rx))
+        });
+        let rx = entry.1.take();
+        if entry.0.is_none() {
+            chans.remove(&(up, down));
+        }
+        rx.unwrap_or_else(|| {
+            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            chans.insert((up, down), (Some(tx), None));
+            rx
+        })
+    }
+
+    /// Forget every channel (recovery rebuilds all actors).
+    pub fn clear(&self) {
+        self.channels.lock().clear();
+    }
+}
+
+/// One input of a merge.
+pub struct MergeInput {
+    /// Which executor input this feeds (the upstream fragment's position
+    /// among the actor's inputs), e.g. 0 = left and 1 = right of a join.
+    pub input_index: usize,
+    /// The upstream actor, or `None` for a source actor's local channel
+    /// (barrier injection and DML).
+    pub upstream: Option<ActorId>,
+    pub rx: mpsc::Receiver<Message>,
+}
+
+/// The head of an actor: reads all inputs fairly and aligns barriers.
+pub struct Merge {
+    inputs: Vec<MergeInput>,
+    /// Inputs that delivered the barrier being aligned.
+    blocked: Vec<bool>,
+    pending_barrier: Option<Barrier>,
+    /// Inputs admitted at the next barrier (scaling): read only for that
+    /// barrier, then unblocked with the rest.
+    joining: Vec<MergeInput>,
+    next_start: usize,
+    /// The owning actor and the registry, to find inputs added by a scale
+    /// barrier.
+    owner: Option<(ActorId, std::sync::Arc<ExchangeRegistry>)>,
+}
+
+impl Merge {
+    pub fn new(inputs: Vec<MergeInput>) -> Self {
+        let n = inputs.len();
+        Merge {
+            inputs,
+            blocked: vec![false; n],
+            pending_barrier: None,
+            joining: Vec::new(),
+            next_start: 0,
+            owner: None,
+        }
+    }
+
+    /// Let the merge admit inputs that scale barriers add for `actor`.
+    pub fn with_owner(
+        mut self,
+        actor: ActorId,
+        registry: std::sync::Arc<ExchangeRegistry>,
+    ) -> Self {
+        self.owner = Some((actor, registry));
+        self
+    }
+
+    /// Add inputs from new upstream actors; they are admitted when the
+    /// barrier they deliver first (the one carrying the change) is aligned.
+    pub fn add_joining(&mut self, input: MergeInput) {
+        self.joining.push(input);
+    }
+
+    /// Drop the inputs from these upstream actors (after the barrier that
+    /// removes them has been aligned).
+    pub fn remove_inputs(&mut self, upstreams: &[ActorId]) {
+        let mut i = 0;
+        while i < self.inputs.len() {
+            if self.inputs[i]
+                .upstream
+                .is_some_and(|u| upstreams.contains(&u))
+            {
+                self.inputs.remove(i);
+                self.blocked.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// The next chunk (with its input index) or the next aligned barrier.
+    pub async fn next(&mut self) -> StreamResult<(usize, Message)> {
+        loop {
+            if self.inputs.is_empty() {
+                return Err(StreamError::Internal("actor has no inputs".into()));
+            }
+            let (idx, msg) = poll_fn(|cx| {
+                let n = self.inputs.len();
+                for k in 0..n {
+                    let i = (self.next_start + k) % n;
+                    if self.blocked[i] {
+                        continue;
+                    }
+                    match self.inputs[i].rx.poll_recv(cx) {
+                        Poll::Ready(Some(m)) => {
+                            self.next_start = (i + 1) % n;
+                            return Poll::Ready(Ok((i, m)));
+                        }
+                        Poll::Ready(None) => {
+                            return Poll::Ready(Err(StreamError::ChannelClosed(
+                                self.inputs[i].upstream,
+                            )))
+                        }
+                        Poll::Pending => {}
+                    }
+                }
+                Poll::Pending
+            })
+            .await?;
+            match msg {
+                Message::Chunk(c) => return Ok((self.inputs[idx].input_index, Message::Chunk(c))),
+                Message::Barrier(b) => {
+                    match &self.pending_barrier {
+                        Some(p) if p.epoch != b.epoch => {
+                            return Err(StreamError::Internal(format!(
+                                "misaligned barriers {:?} and {:?}",
+                                p.epoch, b.epoch
+                            )))
+                        }
+                        Some(_) => {}
+                        None => {
+                            self.pending_barrier = Some(b.clone());
+                            if let (Some(Mutation::Update(u)), Some((me, reg))) =
+                                (b.mutation.as_deref(), &self.owner)
+                            {
+                                if let Some(mu) = u.merges.get(me) {
+                                    for &(index, up) in &mu.added_inputs {
+                                        let rx = reg.take_receiver(up, *me);
+                                        self.joining.push(MergeInput {
+                                            input_index: index as usize,
+                                            upstream: Some(up),
+                                            rx,
+                                        });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    self.blocked[idx] = true;
+                    if self.blocked.iter().all(|b| *b) {
+                        let barrier = self.pending_barrier.take().unwrap_or(b);
+                        self.admit_joining(&barrier).await?;
+                        self.blocked.iter_mut().for_each(|b| *b = false);
+                        return Ok((0, Message::Barrier(barrier)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Read the aligned barrier from every joining input, then admit them.
+    async fn admit_joining(&mut self, barrier: &Barrier) -> StreamResult<()> {
+        for mut input in std::mem::take(&mut self.joining) {
+            match input.rx.recv().await {
+                Some(Message::Barrier(b)) if b.epoch == barrier.epoch => {
+                    self.inputs.push(input);
+                    self.blocked.push(false);
+                }
+                Some(other) => {
+                    return Err(StreamError::Internal(format!(
+                        "new input delivered {other:?} before its first barrier"
+                    )))
+                }
+                None => return Err(StreamError::ChannelClosed(input.upstream)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One output channel of a dispatcher.
+struct Output {
+    actor: ActorId,
+    tx: mpsc::Sender<Message>,
+}
+
+/// Routes an actor's output to the actors of one downstream fragment.
+pub struct Dispatcher {
+    pub downstream_fragment: FragmentId,
+    kind: DispatcherKind,
+    outputs: Vec<Output>,
+}
+
+impl Dispatcher {
+    pub fn new(
+        desc: &DispatcherDesc,
+        mut sender: impl FnMut(ActorId) -> mpsc::Sender<Message>,
+    ) -> Self {
+        Dispatcher {
+            downstream_fragment: desc.downstream_fragment,
+            kind: desc.kind.clone(),
+            outputs: desc
+                .outputs
+                .iter()
+                .map(|&a| Output {
+                    actor: a,
+                    tx: sender(a),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn output_actors(&self) -> Vec<ActorId> {
+        self.outputs.iter().map(|o| o.actor).collect()
+    }
+
+    async fn send(tx: &mpsc::Sender<Message>, actor: ActorId, msg: Message) -> StreamResult<()> {
+        tx.send(msg)
+            .await
+            .map_err(|_| StreamError::DownstreamClosed(actor))
+    }
+
+    pub async fn dispatch_chunk(&self, chunk: StreamChunk) -> StreamResult<()> {
+        if chunk.is_empty() || self.outputs.is_empty() {
+            return Ok(());
+        }
+        match &self.kind {
+            DispatcherKind::Simple | DispatcherKind::NoShuffle => {
+                let o = &self.outputs[0];
+                Self::send(&o.tx, o.actor, Message::Chunk(chunk)).await
+            }
+            DispatcherKind::Broadcast => {
+                for o in &self.outputs {
+                    Self::send(&o.tx, o.actor, Message::Chunk(chunk.clone())).await?;
+                }
+                Ok(())
+            }
+            DispatcherKind::Hash { dist_key, mapping } => {
+                let mut per_output: Vec<StreamChunk> =
+                    vec![StreamChunk::default(); self.outputs.len()];
+                let index_of = |actor: ActorId| self.outputs.iter().position(|o| o.actor == actor);
+                let mut rows = chunk.into_iter_rows().peekable();
+                while let Some((op, row)) = rows.next() {
+                    let target = mapping[vnode_of(&row, dist_key) as usize];
+                    let Some(t) = index_of(target) else {
+                        return Err(StreamError::Internal(format!(
+                            "vnode mapped to actor {target} which is not an output"
+                        )));
+                    };
+                    if op == Op::UpdateDelete {
+                        if let Some((Op::UpdateInsert, next)) = rows.peek() {
+                            let t2 = index_of(mapping[vnode_of(next, dist_key) as usize]);
+                            if t2 != Some(t) {
+                                // The pair is split over actors: plain delete + insert.
+                                per_output[t].push(Op::Delete, row);
+                                if let Some((_, next)) = rows.next() {
+                                    if let Some(t2) = t2 {
+                                        per_output[t2].push(Op::Insert, next);
+                                    }
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    per_output[t].push(op, row);
+                }
+                for (o, c) in self.outputs.iter().zip(per_output) {
+                    if !c.is_empty() {
+                        Self::send(&o.tx, o.actor, Message::Chunk(c)).await?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub async fn dispatch_barrier(&self, barrier: &Barrier) -> StreamResult<()> {
+        for o in &self.outputs {
+            Self::send(&o.tx, o.actor, Message::Barrier(barrier.clone())).await?;
+        }
+        Ok(())
+    }
+}
+
+/// All dispatchers of an actor, applying barrier mutations around the
+/// barrier as the protocol in `message.rs` says.
+pub struct DispatchSet {
+    pub actor_id: ActorId,
+    pub dispatchers: Vec<Dispatcher>,
+}
+
+impl DispatchSet {
+    pub async fn dispatch_chunk(&self, chunk: StreamChunk) -> StreamResult<()> {
+        match self.dispatchers.len() {
+            0 => Ok(()),
+            1 => self.dispatchers[0].dispatch_chunk(chunk).await,
+            _ => {
+                for d in &self.dispatchers {
+                    d.dispatch_chunk(chunk.clone()).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Pre-mutation, send, post-mutation.
+    pub async fn dispatch_barrier(
+        &mut self,
+        barrier: &Barrier,
+        registry: &ExchangeRegistry,
+    ) -> StreamResult<()> {
+        let me = self.actor_id;
+        match barrier.mutation.as_deref() {
+            Some(Mutation::Add { dispatchers, .. }) => {
+                if let Some(new) = dispatchers.get(&me) {
+                    for desc in new {
+                        self.dispatchers
+                            .push(Dispatcher::new(desc, |down| registry.take_sender(me, down)));
+                    }
+                }
+            }
+            Some(Mutation::Update(u)) => {
+                if let Some(updates) = u.dispatchers.get(&me) {
+                    for upd in updates {
+                        if let Some(d) = self
+                            .dispatchers
+                            .iter_mut()
+                            .find(|d| d.downstream_fragment == upd.downstream_fragment)
+                        {
+                            for &a in &upd.added_outputs {
+                                d.outputs.push(Output {
+                                    actor: a,
+                                    tx: registry.take_sender(me, a),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        for d in &self.dispatchers {
+            d.dispatch_barrier(barrier).await?;
+        }
+        match barrier.mutation.as_deref() {
+            Some(Mutation::Stop { actors }) => {
+                for d in &mut self.dispatchers {
+                    d.outputs.retain(|o| !actors.contains(&o.actor));
+                }
+                self.dispatchers.retain(|d| !d.outputs.is_empty());
+            }
+            Some(Mutation::Update(u)) => {
+                if let Some(updates) = u.dispatchers.get(&me) {
+                    for upd in updates {
+                        if let Some(d) = self
+                            .dispatchers
+                            .iter_mut()
+                            .find(|d| d.downstream_fragment == upd.downstream_fragment)
+                        {
+                            d.outputs
+                                .retain(|o| !upd.removed_outputs.contains(&o.actor));
+                            if let (Some(m), DispatcherKind::Hash { mapping, .. }) =
+                                (&upd.new_mapping, &mut d.kind)
+                            {
+                                *mapping = m.clone();
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

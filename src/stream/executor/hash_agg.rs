@@ -1,0 +1,208 @@
+//! Hash aggregation with retraction.
+//!
+//! Keeps, per group, the row count and one accumulator per call; emits the
+//! changed group results once per barrier (a group that appears is an
+//! insert, one that changes an update, one whose rows are all retracted a
+//! delete). Without GROUP BY there is exactly one group, whose row exists
+//! from the first barrier on, as in SQL (`count(*)` of nothing is 0).
+//!
+//! State: one row per group in the state table, keyed by the group key,
+//! holding the row count and every accumulator's saved state.
+
+use std::collections::{HashMap, HashSet};
+
+use async_trait::async_trait;
+
+use super::{ChunkBuilder, Executor};
+use crate::common::encoding::vnode_of;
+use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
+use crate::expr::{create_accumulator, Accumulator, AggCall};
+use crate::storage::StateTable;
+use crate::stream::message::Barrier;
+use crate::stream::{StreamError, StreamResult};
+
+struct GroupState {
+    row_count: i64,
+    accs: Vec<Box<dyn Accumulator>>,
+    /// What was last emitted for the group (`None`: nothing, or deleted).
+    emitted: Option<Row>,
+}
+
+pub struct HashAggExecutor {
+    group_by: Vec<usize>,
+    calls: Vec<AggCall>,
+    table: StateTable,
+    cache: HashMap<Vec<Datum>, GroupState>,
+    dirty: HashSet<Vec<Datum>>,
+    actor_id: u32,
+}
+
+impl HashAggExecutor {
+    pub fn new(
+        group_by: Vec<usize>,
+        calls: Vec<AggCall>,
+        table: StateTable,
+        actor_id: u32,
+    ) -> Self {
+        HashAggExecutor {
+            group_by,
+            calls,
+            table,
+            cache: HashMap::new(),
+            dirty: HashSet::new(),
+            actor_id,
+        }
+    }
+
+    fn fresh(&self) -> GroupState {
+        GroupState {
+            row_count: 0,
+            accs: self.calls.iter().map(create_accumulator).collect(),
+            emitted: None,
+        }
+    }
+
+    /// Load a group from the state table (or make an empty one).
+    fn load(&self, key: &[Datum]) -> StreamResult<GroupState> {
+        let mut state = self.fresh();
+        if let Some(saved) = self.table.get(key)? {
+            decode_state(&saved, &mut state)?;
+            state.emitted = self.output_of(key, &state)?;
+        }
+        Ok(state)
+    }
+
+    fn output_of(&self, key: &[Datum], state: &GroupState) -> StreamResult<Option<Row>> {
+        if state.row_count == 0 && !self.group_by.is_empty() {
+            return Ok(None);
+        }
+        let mut row: Row = key.to_vec();
+        for acc in &state.accs {
+            row.push(acc.output()?);
+        }
+        Ok(Some(row))
+    }
+}
+
+fn encode_state(state: &GroupState) -> Row {
+    let mut row: Row = vec![Some(ScalarValue::Int64(state.row_count))];
+    for acc in &state.accs {
+        let saved = acc.save();
+        row.push(Some(ScalarValue::Int32(saved.len() as i32)));
+        row.extend(saved);
+    }
+    row
+}
+
+fn decode_state(saved: &Row, state: &mut GroupState) -> StreamResult<()> {
+    let bad = || StreamError::Internal("corrupt aggregate state".into());
+    let mut it = saved.iter();
+    state.row_count = it
+        .next()
+        .and_then(|d| d.as_ref()?.as_i64())
+        .ok_or_else(bad)?;
+    for acc in &mut state.accs {
+        let n = it
+            .next()
+            .and_then(|d| d.as_ref()?.as_i64())
+            .ok_or_else(bad)? as usize;
+        let part: Row = it.by_ref().take(n).cloned().collect();
+        acc.load(&part)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Executor for HashAggExecutor {
+    fn name(&self) -> &'static str {
+        "HashAgg"
+    }
+
+    async fn process_chunk(
+        &mut self,
+        _input: usize,
+        chunk: StreamChunk,
+        _out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        for (op, row) in chunk.iter() {
+            let key: Vec<Datum> = self.group_by.iter().map(|&i| row[i].clone()).collect();
+            if !self.cache.contains_key(&key) {
+                let state = self.load(&key)?;
+                self.cache.insert(key.clone(), state);
+            }
+            let Some(state) = self.cache.get_mut(&key) else {
+                continue;
+            };
+            let insert = op.is_insert();
+            state.row_count += if insert { 1 } else { -1 };
+            for (acc, call) in state.accs.iter_mut().zip(&self.calls) {
+                let value = match call.arg {
+                    Some(i) => &row[i],
+                    None => &None,
+                };
+                if let Err(e) = acc.update(insert, value) {
+                    tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "aggregate update failed; row ignored by this aggregate");
+                }
+            }
+            self.dirty.insert(key);
+        }
+        Ok(())
+    }
+
+    async fn process_barrier(
+        &mut self,
+        barrier: &Barrier,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        if self.group_by.is_empty() && !self.cache.contains_key(&Vec::new()) {
+            // The global group exists from the first barrier on.
+            let state = self.load(&[])?;
+            if state.emitted.is_none() {
+                self.dirty.insert(Vec::new());
+            }
+            self.cache.insert(Vec::new(), state);
+        }
+        let mut builder = ChunkBuilder::new();
+        for key in std::mem::take(&mut self.dirty) {
+            let Some(state) = self.cache.get(&key) else {
+                continue;
+            };
+            let new = self.output_of(&key, state)?;
+            let old = state.emitted.clone();
+            match (&old, &new) {
+                (None, Some(n)) => builder.push(Op::Insert, n.clone(), out),
+                (Some(o), None) => builder.push(Op::Delete, o.clone(), out),
+                (Some(o), Some(n)) if o != n => {
+                    builder.push(Op::UpdateDelete, o.clone(), out);
+                    builder.push(Op::UpdateInsert, n.clone(), out);
+                }
+                _ => {}
+            }
+            if state.row_count == 0 && !self.group_by.is_empty() {
+                self.table.delete(&key);
+                self.cache.remove(&key);
+            } else {
+                let saved = encode_state(state);
+                self.table.put(&key, &saved);
+                if let Some(s) = self.cache.get_mut(&key) {
+                    s.emitted = new;
+                }
+            }
+        }
+        builder.finish(out);
+        let _committed = self.table.commit(barrier.epoch.prev)?;
+        Ok(())
+    }
+
+    fn update_vnodes(&mut self, new: &Bitmap) {
+        let subset = new.is_subset_of(self.table.vnodes());
+        self.table.update_vnodes(new.clone());
+        if !subset {
+            self.cache.clear();
+        } else {
+            let group_len = self.group_by.len();
+            let dist: Vec<usize> = (0..group_len).collect();
+            self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Executors: the operators an actor chains between its merge and its
+//! dispatchers. One executor per file.
+//!
+//! Every executor follows the same ritual (STYLE §4): a chunk is applied
+//! and may produce output chunks; on a barrier it flushes pending output,
+//! commits its state tables at the epoch the barrier closes, and the actor
+//! forwards the barrier; afterwards `post_barrier` applies a new vnode
+//! bitmap. Stateful executors initialise their state lazily (caches start
+//! cold) so the first barrier needs no special casing.
+
+pub mod filter;
+pub mod hash_agg;
+pub mod hash_join;
+pub mod materialize;
+pub mod project;
+pub mod stream_scan;
+pub mod top_n;
+pub mod union;
+
+use async_trait::async_trait;
+
+use super::message::Barrier;
+use super::StreamResult;
+use crate::common::{Bitmap, StreamChunk};
+
+#[async_trait]
+pub trait Executor: Send {
+    fn name(&self) -> &'static str;
+
+    /// Apply a chunk that came from executor input `input` (the index of
+    /// the upstream fragment for the first executor of a multi-input actor,
+    /// 0 otherwise). Output chunks are appended to `out`.
+    async fn process_chunk(
+        &mut self,
+        input: usize,
+        chunk: StreamChunk,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()>;
+
+    /// Flush pending output into `out` and commit state at
+    /// `barrier.epoch.prev`. Called once per barrier, before it is forwarded.
+    async fn process_barrier(
+        &mut self,
+        barrier: &Barrier,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        let _ = (barrier, out);
+        Ok(())
+    }
+
+    /// After the barrier was forwarded and reported: emit output that
+    /// belongs after it (a backfill snapshot), into `out`.
+    async fn after_barrier(
+        &mut self,
+        barrier: &Barrier,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        let _ = (barrier, out);
+        Ok(())
+    }
+
+    /// After the barrier was forwarded: take a new vnode bitmap. Drop cached
+    /// state of vnodes no longer owned (all of it if `new` is not a subset
+    /// of the old set).
+    fn update_vnodes(&mut self, new: &Bitmap) {
+        let _ = new;
+    }
+}
+
+/// Split rows into chunks of at most [`crate::common::CHUNK_SIZE`] rows.
+pub(crate) struct ChunkBuilder {
+    current: StreamChunk,
+}
+
+impl ChunkBuilder {
+    pub fn new() -> Self {
+        ChunkBuilder {
+            current: StreamChunk::with_capacity(64),
+        }
+    }
+
+    pub fn push(
+        &mut self,
+        op: crate::common::Op,
+        row: crate::common::Row,
+        out: &mut Vec<StreamChunk>,
+    ) {
+        self.current.push(op, row);
+        if self.current.len() >= crate::common::CHUNK_SIZE
+            && !matches!(op, crate::common::Op::UpdateDelete)
+        {
+            out.push(std::mem::take(&mut self.current));
+        }
+    }
+
+    pub fn finish(&mut self, out: &mut Vec<StreamChunk>) {
+        if !self.current.is_empty() {
+            out.push(std::mem::take(&mut self.current));
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The message vocabulary of the streaming runtime, and the barrier
+//! protocol. This is the one place the protocol is written down.
+//!
+//! # Barriers
+//!
+//! Meta injects a [`Barrier`] with epoch `{curr, prev}` into every source
+//! actor (table and datagen actors) at once. Data an actor emits after
+//! passing the barrier belongs to epoch `curr`. An actor:
+//!
+//! 1. aligns: with several inputs it passes barrier `e` on only after it has
+//!    read `e` from every input, blocking each input that already delivered
+//!    it (data after `e` on one input must not overtake data before `e` on
+//!    another);
+//! 2. lets every executor flush and hand its state writes of epoch `prev`
+//!    to the store (commit), in chain order;
+//! 3. applies the *pre* half of the mutation to its dispatchers (add new
+//!    outputs), sends the barrier to every output, applies the *post* half
+//!    (switch vnode mappings, drop outputs of dropped actors);
+//! 4. reports the barrier collected to its compute node, which reports to
+//!    meta;
+//! 5. applies a new vnode bitmap to its executors (they drop cached state of
+//!    vnodes they lost — of all vnodes when the new set is not a subset of
+//!    the old, see RisingWave #5567), waits until epoch `prev` is committed
+//!    if it gained vnodes (their state was written by another actor), and
+//!    exits if the mutation stops it.
+//!
+//! Meta commits epoch `prev` once every actor has reported the barrier.
+//!
+//! # Mutations
+//!
+//! * `Add`: a new job's actors start at this barrier; upstream actors add
+//!   dispatchers towards them before forwarding it.
+//! * `Stop`: the listed actors forward the barrier and exit; upstream
+//!   actors drop their outputs towards them after forwarding it.
+//! * `Update`: the scale/reschedule change (DESIGN §5): new dispatcher
+//!   outputs and vnode mappings, merge input changes, new bitmaps, actors to
+//!   drop and actors that start here.
+//! * `Pause` / `Resume`: sources stop / restart emitting data.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::{Bitmap, StreamChunk};
+
+pub type ActorId = u32;
+pub type FragmentId = u32;
+
+/// A barrier's epochs: data after the barrier is in `curr`; the barrier
+/// closes `prev`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Epoch {
+    pub curr: u64,
+    pub prev: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Barrier {
+    pub epoch: Epoch,
+    pub mutation: Option<Arc<Mutation>>,
+}
+
+impl Barrier {
+    pub fn new(epoch: Epoch) -> Self {
+        Barrier {
+            epoch,
+            mutation: None,
+        }
+    }
+
+    pub fn with_mutation(epoch: Epoch, mutation: Mutation) -> Self {
+        Barrier {
+            epoch,
+            mutation: Some(Arc::new(mutation)),
+        }
+    }
+
+    /// Whether this barrier stops (drops) the actor.
+    pub fn stops(&self, actor: ActorId) -> bool {
+        match self.mutation.as_deref() {
+            Some(Mutation::Stop { actors }) => actors.contains(&actor),
+            Some(Mutation::Update(u)) => u.dropped_actors.contains(&actor),
+            _ => false,
+        }
+    }
+
+    /// The new vnode bitmap for `actor`, if this barrier changes it.
+    pub fn new_bitmap(&self, actor: ActorId) -> Option<&Bitmap> {
+        match self.mutation.as_deref() {
+            Some(Mutation::Update(u)) => u.vnode_bitmaps.get(&actor),
+            _ => None,
+        }
+    }
+
+    pub fn is_pause(&self) -> bool {
+        matches!(self.mutation.as_deref(), Some(Mutation::Pause))
+    }
+
+    pub fn is_resume(&self) -> bool {
+        matches!(self.mutation.as_deref(), Some(Mutation::Resume))
+    }
+}
+
+/// How an actor routes its output to one downstream fragment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum DispatcherKind {
+    /// By vnode of `dist_key` through `mapping` (vnode → actor).
+    Hash {
+        dist_key: Vec<usize>,
+        mapping: Vec<ActorId>,
+    },
+    /// Every row to every output.
+    Broadcast,
+    /// Everything to the single downstream actor.
+    Simple,
+    /// 1:1 to the downstream actor that owns the same vnodes.
+    NoShuffle,
+}
+
+/// One dispatcher of an actor: where its output goes for one downstream
+/// fragment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DispatcherDesc {
+    pub downstream_fragment: FragmentId,
+    pub kind: DispatcherKind,
+    pub outputs: Vec<ActorId>,
+}
+
+/// A change to one dispatcher of one actor (scaling).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DispatcherUpdate {
+    pub downstream_fragment: FragmentId,
+    /// Outputs added before the barrier is forwarded.
+    pub added_outputs: Vec<ActorId>,
+    /// Outputs removed after the barrier is forwarded.
+    pub removed_outputs: Vec<ActorId>,
+    /// The new vnode mapping (hash dispatchers), switched to after the
+    /// barrier is forwarded.
+    pub new_mapping: Option<Vec<ActorId>>,
+}
+
+/// A change to the inputs of one actor's merge (scaling): inputs from added
+/// upstream actors are admitted once they deliver this barrier; inputs from
+/// removed ones end after it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MergeUpdate {
+    /// `(executor input index, upstream actor)` pairs added.
+    pub added_inputs: Vec<(u32, ActorId)>,
+    pub removed_inputs: Vec<ActorId>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct UpdateMutation {
+    pub dispatchers: HashMap<ActorId, Vec<DispatcherUpdate>>,
+    pub merges: HashMap<ActorId, MergeUpdate>,
+    pub vnode_bitmaps: HashMap<ActorId, Bitmap>,
+    pub dropped_actors: HashSet<ActorId>,
+    pub added_actors: HashSet<ActorId>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Mutation {
+    /// New dispatchers for existing upstream actors (keyed by upstream
+    /// actor); `added_actors` start at this barrier.
+    Add {
+        dispatchers: HashMap<ActorId, Vec<DispatcherDesc>>,
+        added_actors: HashSet<ActorId>,
+    },
+    Stop {
+        actors: HashSet<ActorId>,
+    },
+    Update(UpdateMutation),
+    Pause,
+    Resume,
+}
+
+/// What flows on an edge between two actors.
+#[derive(Clone, Debug)]
+pub enum Message {
+    Chunk(StreamChunk),
+    Barrier(Barrier),
+}
