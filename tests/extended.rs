@@ -163,12 +163,22 @@ async fn body(conn_str: String, is_postgres: bool) -> Result<(), String> {
         .prepare("SELECT * FROM no_such_table")
         .await
         .expect_err("unknown table must fail");
-    assert_eq!(e.code().map(|c| c.code()), Some("42P01"), "{}", describe_pg_error(&e));
+    assert_eq!(
+        e.code().map(|c| c.code()),
+        Some("42P01"),
+        "{}",
+        describe_pg_error(&e)
+    );
     let e = client
         .query("SELECT 1 / $1", &[&0i32])
         .await
         .expect_err("division by zero must fail");
-    assert_eq!(e.code().map(|c| c.code()), Some("22012"), "{}", describe_pg_error(&e));
+    assert_eq!(
+        e.code().map(|c| c.code()),
+        Some("22012"),
+        "{}",
+        describe_pg_error(&e)
+    );
     let one: i32 = client
         .query_one("SELECT $1::int + 0", &[&1i32])
         .await
