@@ -13,7 +13,8 @@
 //! statement log (also written to `target/differential-seed-<seed>.log`).
 //!
 //! Environment: `DIFF_SEEDS=1,2,3` overrides the seeds, `DIFF_ROUNDS=n` the
-//! rounds per seed, `DIFF_VERBOSE=1` prints the size of every MV, and
+//! rounds per seed, `DIFF_SEED_TIMEOUT_SECS` (150) bounds one seed,
+//! `DIFF_VERBOSE=1` prints the size of every MV, and
 //! `DIFF_SELF_CHECK=1` checks the harness against a second PostgreSQL
 //! database instead of ebbflow. Without PostgreSQL 15 the test is skipped, except under
 //! `CI=true` where that is a failure.
@@ -626,7 +627,22 @@ fn differential_against_postgres() {
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
     let mut failures = Vec::new();
     for &seed in &seeds {
-        if let Err(e) = rt.block_on(run_seed(&pg, seed, rounds)) {
+        let budget = std::time::Duration::from_secs(
+            std::env::var("DIFF_SEED_TIMEOUT_SECS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(150),
+        );
+        let outcome = rt.block_on(async {
+            match tokio::time::timeout(budget, run_seed(&pg, seed, rounds)).await {
+                Ok(r) => r,
+                Err(_) => Err(format!(
+                    "seed {seed}: timed out after {} s (a statement or FLUSH hangs?)",
+                    budget.as_secs()
+                )),
+            }
+        });
+        if let Err(e) = outcome {
             say(&format!("differential: seed {seed} FAILED\n{e}\n"));
             failures.push(seed);
         }

@@ -19,7 +19,10 @@
 //!   PostgreSQL-compatible files against the reference.
 //! - `SLT_COMPLETE=1` rewrites the expected results of the files with what
 //!   the target returns (review the diff!).
-//! - `SLT_FILE_TIMEOUT_SECS` per-file timeout (default 300).
+//! - `SLT_FILE_TIMEOUT_SECS` per-file timeout (default 120) and
+//!   `SLT_TOTAL_TIMEOUT_SECS` for the whole suite (default 1200): files not
+//!   started by then fail without running, so a hanging server cannot stall
+//!   CI.
 //! - `EBBFLOW_BARRIER_MS` barrier interval of the servers (default 100),
 //!   `EBBFLOW_LOG` their `RUST_LOG` (default `info`), `EBBFLOW_BIN` another
 //!   binary.
@@ -217,7 +220,7 @@ async fn run_file(file: PathBuf, target: Arc<Target>, index: usize, complete: bo
         std::env::var("SLT_FILE_TIMEOUT_SECS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(300),
+            .unwrap_or(120),
     );
     match &*target {
         Target::Ebbflow => {
@@ -395,6 +398,12 @@ fn e2e_slt() {
     ));
 
     let started = Instant::now();
+    let budget = Duration::from_secs(
+        std::env::var("SLT_TOTAL_TIMEOUT_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1200),
+    );
     let results = rt.block_on(async {
         let queue = Arc::new(tokio::sync::Mutex::new(
             files
@@ -420,7 +429,14 @@ fn e2e_slt() {
                         .display()
                         .to_string();
                     let t = Instant::now();
-                    let outcome = run_file(file.clone(), target.clone(), index, complete).await;
+                    let outcome = if started.elapsed() > budget {
+                        Outcome::Failed(format!(
+                            "not run: the suite exceeded its {} s budget",
+                            budget.as_secs()
+                        ))
+                    } else {
+                        run_file(file.clone(), target.clone(), index, complete).await
+                    };
                     let secs = t.elapsed().as_secs_f64();
                     match &outcome {
                         Outcome::Passed => say(&format!("PASS {rel} ({secs:.1}s)")),
