@@ -253,6 +253,23 @@ impl EbbflowServer {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
+    /// SIGTERM and wait up to `timeout` for the exit status (`None`: still
+    /// running, then killed).
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        sigterm(child.id());
+        if wait_timeout(&mut child, timeout) {
+            child.try_wait().ok().flatten()
+        } else {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
+
     /// SIGTERM, then SIGKILL after 10 s.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
