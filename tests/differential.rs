@@ -660,3 +660,28 @@ fn differential_against_postgres() {
         "differential failed for seeds {failures:?}"
     );
 }
+
+#[test]
+fn comparison_is_by_value() {
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(canonical(&s("1.50")), canonical(&s("1.5")));
+    assert_eq!(
+        canonical(&s("23.3333333333333333")),
+        canonical(&s("23.333333333333333333333333333"))
+    );
+    assert_eq!(canonical(&s("-0")), canonical(&s("0.00")));
+    assert_ne!(canonical(&s("1.5")), canonical(&s("1.6")));
+    assert_ne!(
+        canonical(&None),
+        canonical(&s("NULL")).replace("NULL", "null")
+    );
+    assert_eq!(canonical(&s("apple")), "apple");
+    let a = multiset(&[vec![s("1"), None], vec![s("1"), None], vec![s("2"), s("x")]]);
+    let b = multiset(&[
+        vec![s("1.0"), None],
+        vec![s("2"), s("x")],
+        vec![s("3"), s("y")],
+    ]);
+    assert_eq!(minus(&a, &b), vec!["1 | NULL".to_string()]);
+    assert_eq!(minus(&b, &a), vec!["3 | y".to_string()]);
+}

@@ -193,10 +193,11 @@ impl EbbflowServer {
             std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines() {
                     let Ok(line) = line else { break };
-                    if line.contains("listening on") {
+                    let ready = line.contains("listening on");
+                    log.push(line);
+                    if ready {
                         let _ = ready_tx.send(());
                     }
-                    log.push(line);
                 }
             });
         }
