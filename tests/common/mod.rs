@@ -1,0 +1,478 @@
+//! Helpers shared by the integration tests: free ports, temp dirs, an
+//! ebbflow server child process and a throwaway PostgreSQL 15 server.
+//!
+//! Every process started here is stopped when its guard is dropped, also
+//! when the test panics, so a failing test never leaves servers behind.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(prefix: &str) -> std::io::Result<TempDir> {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path =
+            std::env::temp_dir().join(format!("{prefix}-{}-{n}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path)?;
+        Ok(TempDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The last lines a child process printed, kept for failure reports.
+#[derive(Clone, Default)]
+pub struct LogTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl LogTail {
+    const KEEP: usize = 200;
+
+    fn push(&self, line: String) {
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == Self::KEEP {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// The last `n` lines, joined.
+    pub fn tail(&self, n: usize) -> String {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let skip = lines.len().saturating_sub(n);
+        lines
+            .iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Sends SIGTERM to `pid` (no libc dependency: the `kill` utility).
+fn sigterm(pid: u32) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Waits up to `timeout` for the child to exit.
+fn wait_timeout(child: &mut Child, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        match child.try_wait() {
+            Ok(Some(_)) => return true,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Path of the ebbflow binary: `EBBFLOW_BIN` or the one cargo built for us.
+pub fn ebbflow_bin() -> PathBuf {
+    match std::env::var_os("EBBFLOW_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_ebbflow")),
+    }
+}
+
+/// Options of `ebbflow playground`.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    pub compute_nodes: usize,
+    pub parallel_units: usize,
+    pub barrier_interval_ms: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        let barrier_interval_ms = std::env::var("EBBFLOW_BARRIER_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100);
+        ServerOptions {
+            compute_nodes: 2,
+            parallel_units: 2,
+            barrier_interval_ms,
+        }
+    }
+}
+
+/// An `ebbflow playground` child process on a free loopback port.
+pub struct EbbflowServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub log: LogTail,
+    _data_dir: TempDir,
+}
+
+impl EbbflowServer {
+    /// Starts a server and waits (up to 60 s) for its `listening on` line.
+    pub fn start(opts: &ServerOptions) -> Result<EbbflowServer, String> {
+        let mut last_err = String::new();
+        // A port found free can be taken before the server binds it: retry.
+        for _ in 0..3 {
+            match Self::try_start(opts) {
+                Ok(s) => return Ok(s),
+                Err(e) => last_err = e,
+            }
+        }
+        Err(last_err)
+    }
+
+    fn try_start(opts: &ServerOptions) -> Result<EbbflowServer, String> {
+        let data_dir = TempDir::new("ebbflow-test").map_err(|e| format!("temp dir: {e}"))?;
+        let port = free_port();
+        let mut child = Command::new(ebbflow_bin())
+            .arg("playground")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(data_dir.path())
+            .arg("--compute-nodes")
+            .arg(opts.compute_nodes.to_string())
+            .arg("--parallel-units")
+            .arg(opts.parallel_units.to_string())
+            .arg("--barrier-interval-ms")
+            .arg(opts.barrier_interval_ms.to_string())
+            .env(
+                "RUST_LOG",
+                std::env::var("EBBFLOW_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", ebbflow_bin().display()))?;
+
+        let log = LogTail::default();
+        let (ready_tx, ready_rx) = mpsc::channel::<()>();
+        let pipes: Vec<Box<dyn std::io::Read + Send>> = vec![
+            Box::new(child.stdout.take().expect("piped stdout")),
+            Box::new(child.stderr.take().expect("piped stderr")),
+        ];
+        for pipe in pipes {
+            let log = log.clone();
+            let ready_tx = ready_tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    let ready = line.contains("listening on");
+                    log.push(line);
+                    if ready {
+                        let _ = ready_tx.send(());
+                    }
+                }
+            });
+        }
+        drop(ready_tx);
+
+        let mut server = EbbflowServer {
+            child: Some(child),
+            port,
+            log,
+            _data_dir: data_dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match ready_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(()) => return Ok(server),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // Both pipes closed without the line: the process exited.
+                    std::thread::sleep(Duration::from_millis(50));
+                    return Err(format!(
+                        "ebbflow exited before listening:\n{}",
+                        server.log.tail(40)
+                    ));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(Ok(Some(status))) = server.child.as_mut().map(|c| c.try_wait()) {
+                        std::thread::sleep(Duration::from_millis(50));
+                        return Err(format!(
+                            "ebbflow exited ({status}) before listening:\n{}",
+                            server.log.tail(40)
+                        ));
+                    }
+                    if Instant::now() > deadline {
+                        server.stop();
+                        return Err(format!(
+                            "ebbflow did not print `listening on` within 60 s:\n{}",
+                            server.log.tail(40)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// tokio-postgres connection string.
+    pub fn conn_str(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=root dbname=dev connect_timeout=10",
+            self.port
+        )
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// SIGTERM and wait up to `timeout` for the exit status (`None`: still
+    /// running, then killed).
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        sigterm(child.id());
+        if wait_timeout(&mut child, timeout) {
+            child.try_wait().ok().flatten()
+        } else {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after 10 s.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Ok(None) = child.try_wait() {
+                sigterm(child.id());
+                if !wait_timeout(&mut child, Duration::from_secs(10)) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for EbbflowServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Directory of the PostgreSQL 15 binaries (`PG_BIN` overrides).
+pub fn pg_bin_dir() -> PathBuf {
+    std::env::var_os("PG_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/lib/postgresql/15/bin"))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Runs a PostgreSQL tool, as the `postgres` user when we are root
+/// (`initdb` refuses to run as root).
+fn pg_command(tool: &str) -> Command {
+    let path = pg_bin_dir().join(tool);
+    if is_root() {
+        let mut c = Command::new("runuser");
+        c.arg("-u").arg("postgres").arg("--").arg(path);
+        c
+    } else {
+        Command::new(path)
+    }
+}
+
+/// A throwaway PostgreSQL 15 cluster on a free loopback port.
+pub struct Postgres {
+    pub port: u16,
+    dir: TempDir,
+    running: bool,
+}
+
+impl Postgres {
+    pub fn start() -> Result<Postgres, String> {
+        let dir = TempDir::new("ebbflow-pg").map_err(|e| format!("temp dir: {e}"))?;
+        if is_root() {
+            let st = Command::new("chown")
+                .arg("-R")
+                .arg("postgres:postgres")
+                .arg(dir.path())
+                .status()
+                .map_err(|e| format!("chown: {e}"))?;
+            if !st.success() {
+                return Err("chown of the PostgreSQL temp dir failed".into());
+            }
+        }
+        let data = dir.path().join("data");
+        let out = pg_command("initdb")
+            .arg("-D")
+            .arg(&data)
+            .arg("-A")
+            .arg("trust")
+            .arg("-U")
+            .arg("postgres")
+            .arg("--no-sync")
+            .arg("-E")
+            .arg("UTF8")
+            .arg("--locale=C")
+            .output()
+            .map_err(|e| format!("initdb: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let mut last_err = String::new();
+        for _ in 0..3 {
+            let port = free_port();
+            let out = pg_command("pg_ctl")
+                .arg("-D")
+                .arg(&data)
+                .arg("-w")
+                .arg("-t")
+                .arg("60")
+                .arg("-l")
+                .arg(dir.path().join("log"))
+                .arg("-o")
+                .arg(format!(
+                    "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off \
+                     -c synchronous_commit=off -c full_page_writes=off",
+                    dir.path().display()
+                ))
+                .arg("start")
+                .output()
+                .map_err(|e| format!("pg_ctl: {e}"))?;
+            if out.status.success() {
+                return Ok(Postgres {
+                    port,
+                    dir,
+                    running: true,
+                });
+            }
+            last_err = format!(
+                "pg_ctl start failed: {}{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
+            );
+        }
+        Err(last_err)
+    }
+
+    pub fn conn_str(&self, dbname: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname={dbname} connect_timeout=10",
+            self.port
+        )
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    pub fn stop(&mut self) {
+        if self.running {
+            self.running = false;
+            let _ = pg_command("pg_ctl")
+                .arg("-D")
+                .arg(self.dir.path().join("data"))
+                .arg("-m")
+                .arg("immediate")
+                .arg("-w")
+                .arg("stop")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Whether the PostgreSQL 15 server binaries are installed.
+pub fn postgres_available() -> bool {
+    pg_bin_dir().join("postgres").exists()
+}
+
+/// Spawns the connection task of a tokio-postgres client.
+pub async fn connect(conn_str: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let (client, connection) = tokio_postgres::connect(conn_str, tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// A tokio-postgres error with the server's message, SQLSTATE, detail and hint.
+pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut s = format!(
+                "{}: {} (SQLSTATE {})",
+                db.severity(),
+                db.message(),
+                db.code().code()
+            );
+            if let Some(d) = db.detail() {
+                s.push_str(&format!("\nDETAIL: {d}"));
+            }
+            if let Some(h) = db.hint() {
+                s.push_str(&format!("\nHINT: {h}"));
+            }
+            s
+        }
+        None => {
+            // Walk the source chain: tokio-postgres' own Display is terse.
+            let mut s = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(inner) = src {
+                s.push_str(&format!(": {inner}"));
+                src = inner.source();
+            }
+            s
+        }
+    }
+}
