@@ -21,7 +21,11 @@ fn assignment_cast(e: Expr, col: &str, ty: DataType) -> SqlResult<Expr> {
     if from == ty {
         return Ok(e);
     }
-    build_cast(e, ty, false).map_err(|_| {
+    build_cast(e, ty, false).map_err(|e| {
+        if e.code != "42846" {
+            // a data error folding a literal (e.g. 22003 out of range)
+            return SqlError::from(e);
+        }
         let mut err = SqlError::new(
             "42804",
             format!("column \"{col}\" is of type {ty} but expression is of type {from}"),
