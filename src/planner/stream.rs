@@ -357,8 +357,17 @@ impl<'a> StreamPlanner<'a> {
                 };
                 let mut types = ltypes;
                 types.extend(rtypes);
+                // The join keys belong to the stream key: a row whose join
+                // key changes is retracted by one join actor and added by
+                // another, and only distinct keys keep those two changes
+                // from racing downstream.
                 let mut pk = lpk;
                 pk.extend(rpk.iter().map(|&i| i + lw));
+                for k in lkeys.iter().copied().chain(rkeys.iter().map(|&i| i + lw)) {
+                    if !pk.contains(&k) {
+                        pk.push(k);
+                    }
+                }
                 let dist = match kind {
                     JoinKind::Inner | JoinKind::Left => Dist::Hash(lkeys.clone()),
                     JoinKind::Right => Dist::Hash(rkeys.iter().map(|&i| i + lw).collect()),
