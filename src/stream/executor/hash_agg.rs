@@ -206,3 +206,94 @@ impl Executor for HashAggExecutor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::{barrier, pretty, store, table};
+    use super::*;
+    use crate::common::DataType;
+    use crate::expr::AggKind;
+
+    fn call(kind: AggKind, arg: Option<usize>, ret: DataType) -> AggCall {
+        AggCall {
+            kind,
+            arg,
+            arg_type: arg.map(|_| DataType::Int64),
+            return_type: ret,
+            distinct: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn groups_appear_change_and_vanish() {
+        let s = store();
+        let calls = vec![
+            call(AggKind::CountStar, None, DataType::Int64),
+            call(AggKind::Max, Some(1), DataType::Int64),
+        ];
+        let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
+        let mut agg = HashAggExecutor::new(vec![0], calls.clone(), t, 0);
+        let ty = [DataType::Int64, DataType::Int64];
+        let mut out = vec![];
+        agg.process_chunk(
+            0,
+            StreamChunk::from_pretty("+ 1 10\n+ 1 30\n+ 2 5", &ty),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert!(out.is_empty(), "output waits for the barrier");
+        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let mut got = pretty(&out);
+        got.sort();
+        assert_eq!(got, vec!["+ 1 2 30", "+ 2 1 5"]);
+        s.commit(1).unwrap();
+        // retract the max of group 1, all of group 2
+        out.clear();
+        agg.process_chunk(0, StreamChunk::from_pretty("- 1 30\n- 2 5", &ty), &mut out)
+            .await
+            .unwrap();
+        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let mut got = pretty(&out);
+        got.sort();
+        assert_eq!(got, vec!["- 2 1 5", "U+ 1 1 10", "U- 1 2 30"]);
+        s.commit(2).unwrap();
+        // a new executor over the same state (recovery) continues exactly
+        let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
+        let mut agg = HashAggExecutor::new(vec![0], calls, t, 0);
+        out.clear();
+        agg.process_chunk(0, StreamChunk::from_pretty("+ 1 50", &ty), &mut out)
+            .await
+            .unwrap();
+        agg.process_barrier(&barrier(4), &mut out).await.unwrap();
+        assert_eq!(pretty(&out), vec!["U- 1 1 10", "U+ 1 2 50"]);
+    }
+
+    #[tokio::test]
+    async fn global_aggregate_has_a_row_from_the_start() {
+        let s = store();
+        let t = table(&s, 1, vec![], vec![], None);
+        let mut agg = HashAggExecutor::new(
+            vec![],
+            vec![
+                call(AggKind::CountStar, None, DataType::Int64),
+                call(AggKind::Sum, Some(0), DataType::Decimal),
+            ],
+            t,
+            0,
+        );
+        let mut out = vec![];
+        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        assert_eq!(pretty(&out), vec!["+ 0 ."]);
+        out.clear();
+        agg.process_chunk(
+            0,
+            StreamChunk::from_pretty("+ 4\n+ 6", &[DataType::Int64]),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        assert_eq!(pretty(&out), vec!["U- 0 .", "U+ 2 10"]);
+    }
+}

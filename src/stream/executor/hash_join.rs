@@ -287,3 +287,58 @@ impl Executor for HashJoinExecutor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::{store, table};
+    use super::*;
+    use crate::common::DataType;
+
+    fn join(kind: JoinKind) -> HashJoinExecutor {
+        let s = store();
+        let ty = vec![DataType::Int64, DataType::Int64];
+        let side = |id| {
+            JoinSide::new(
+                vec![1],
+                vec![0],
+                2,
+                table(&s, id, ty.clone(), vec![0], Some(ty.clone())),
+            )
+        };
+        HashJoinExecutor::new(kind, side(1), side(2), None, 0)
+    }
+
+    async fn feed(j: &mut HashJoinExecutor, side: usize, text: &str) -> Vec<String> {
+        let mut out = vec![];
+        let chunk = StreamChunk::from_pretty(text, &[DataType::Int64, DataType::Int64]);
+        j.process_chunk(side, chunk, &mut out).await.unwrap();
+        super::super::test_utils::pretty(&out)
+    }
+
+    #[tokio::test]
+    async fn full_outer_join_pads_and_unpads() {
+        let mut j = join(JoinKind::Full);
+        assert_eq!(feed(&mut j, 0, "+ 1 7").await, vec!["+ 1 7 . ."]);
+        assert_eq!(
+            feed(&mut j, 1, "+ 10 7").await,
+            vec!["- 1 7 . .", "+ 1 7 10 7"]
+        );
+        assert_eq!(feed(&mut j, 1, "+ 11 8").await, vec!["+ . . 11 8"]);
+        assert_eq!(
+            feed(&mut j, 0, "- 1 7").await,
+            vec!["- 1 7 10 7", "+ . . 10 7"]
+        );
+        // NULL keys never match
+        assert_eq!(feed(&mut j, 0, "+ 2 .").await, vec!["+ 2 . . ."]);
+    }
+
+    #[tokio::test]
+    async fn inner_join_many_to_many() {
+        let mut j = join(JoinKind::Inner);
+        assert!(feed(&mut j, 0, "+ 1 7\n+ 2 7").await.is_empty());
+        let mut got = feed(&mut j, 1, "+ 10 7").await;
+        got.sort();
+        assert_eq!(got, vec!["+ 1 7 10 7", "+ 2 7 10 7"]);
+        assert_eq!(feed(&mut j, 0, "U- 1 7\nU+ 1 8").await, vec!["- 1 7 10 7"]);
+    }
+}

@@ -99,3 +99,55 @@ impl ChunkBuilder {
         }
     }
 }
+
+/// Helpers for executor unit tests: state tables on a fresh memory store,
+/// and a barrier closing an epoch.
+#[cfg(test)]
+pub(crate) mod test_utils {
+    use std::sync::Arc;
+
+    use crate::common::{Bitmap, DataType};
+    use crate::storage::state_table::ValueCodec;
+    use crate::storage::{MemoryStateStore, StateStore, StateTable};
+    use crate::stream::message::{Barrier, Epoch};
+
+    pub fn store() -> Arc<dyn StateStore> {
+        Arc::new(MemoryStateStore::new())
+    }
+
+    pub fn table(
+        store: &Arc<dyn StateStore>,
+        id: u32,
+        pk_types: Vec<DataType>,
+        dist_in_pk: Vec<usize>,
+        value_types: Option<Vec<DataType>>,
+    ) -> StateTable {
+        StateTable::new(
+            id,
+            store.clone(),
+            pk_types,
+            vec![],
+            dist_in_pk,
+            match value_types {
+                Some(t) => ValueCodec::Schema(t),
+                None => ValueCodec::Tagged,
+            },
+            Bitmap::full(),
+        )
+    }
+
+    pub fn barrier(curr: u64) -> Barrier {
+        Barrier::new(Epoch {
+            curr,
+            prev: curr - 1,
+        })
+    }
+
+    /// Net effect of chunks as sorted `op row` lines.
+    pub fn pretty(chunks: &[crate::common::StreamChunk]) -> Vec<String> {
+        chunks
+            .iter()
+            .flat_map(|c| c.to_pretty().lines().map(String::from).collect::<Vec<_>>())
+            .collect()
+    }
+}

@@ -159,3 +159,42 @@ impl Executor for TopNExecutor {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::{barrier, pretty, store, table};
+    use super::*;
+    use crate::common::DataType;
+
+    #[tokio::test]
+    async fn top_two_desc_with_deletes_and_ties_broken_by_key() {
+        let s = store();
+        let ty = [DataType::Int64, DataType::Int64];
+        let t = table(&s, 1, vec![DataType::Int64], vec![], Some(ty.to_vec()));
+        let order = vec![OrderKey {
+            index: 1,
+            desc: true,
+            nulls_first: true,
+        }];
+        let mut top = TopNExecutor::new(order, Some(2), 0, vec![0], t);
+        let mut out = vec![];
+        top.process_chunk(
+            0,
+            StreamChunk::from_pretty("+ 1 10\n+ 2 30\n+ 3 20\n+ 4 .", &ty),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        top.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let mut got = pretty(&out);
+        got.sort();
+        // NULLS FIRST for DESC, as in PostgreSQL
+        assert_eq!(got, vec!["+ 2 30", "+ 4 ."]);
+        out.clear();
+        top.process_chunk(0, StreamChunk::from_pretty("- 4 .", &ty), &mut out)
+            .await
+            .unwrap();
+        top.process_barrier(&barrier(3), &mut out).await.unwrap();
+        assert_eq!(pretty(&out), vec!["- 4 .", "+ 3 20"]);
+    }
+}
