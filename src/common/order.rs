@@ -1,6 +1,6 @@
 //! Join kinds and sort keys, shared by the planners and the executors.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum JoinKind {
     Inner,
     Left,
@@ -9,7 +9,7 @@ pub enum JoinKind {
 }
 
 /// One `ORDER BY` item over an input column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OrderKey {
     pub index: usize,
     pub desc: bool,

@@ -14,7 +14,9 @@ use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 
 /// The SQL types of DESIGN §2.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum DataType {
     Int16,
     Int32,
@@ -92,6 +94,20 @@ impl fmt::Display for DataType {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct F64(pub f64);
 
+// As raw bits, so NaN and infinities survive any serde format.
+impl serde::Serialize for F64 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0.to_bits())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for F64 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bits = <u64 as serde::Deserialize>::deserialize(d)?;
+        Ok(F64(f64::from_bits(bits)))
+    }
+}
+
 impl F64 {
     fn canonical_bits(self) -> u64 {
         if self.0.is_nan() {
@@ -133,7 +149,7 @@ impl Hash for F64 {
 
 /// A PostgreSQL interval: months, days and microseconds kept apart, compared
 /// (like PostgreSQL) on the total with 30-day months and 24-hour days.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Interval {
     pub months: i32,
     pub days: i32,
@@ -185,7 +201,9 @@ impl Hash for Interval {
 /// Ordering between values of different variants is by variant only and is
 /// never relied upon: the binder casts both sides of a comparison, a join key
 /// or a union to one type first.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ScalarValue {
     Int16(i16),
     Int32(i32),
@@ -261,7 +279,7 @@ impl ScalarValue {
 }
 
 /// A named, typed column of a schema.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Field {
     pub name: String,
     pub data_type: DataType,

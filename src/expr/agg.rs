@@ -15,7 +15,7 @@ use super::cast::{int_out_of_range, numeric_overflow};
 use super::{ExprError, ExprResult};
 use crate::common::{DataType, Datum, Interval, Row, ScalarValue, F64};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum AggKind {
     /// `count(*)`: counts rows, takes no argument.
     CountStar,
@@ -27,7 +27,7 @@ pub enum AggKind {
 }
 
 /// An aggregate call over columns of its input.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AggCall {
     pub kind: AggKind,
     /// Input column of the argument; `None` for `count(*)`.

@@ -11,7 +11,7 @@ use super::{Expr, ExprError, ExprResult};
 use crate::common::DataType;
 
 /// Scalar functions and operators.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Func {
     // arithmetic
     Add,

@@ -46,7 +46,7 @@ impl ExprError {
 pub type ExprResult<T> = Result<T, ExprError>;
 
 /// A typed scalar expression over an input row.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Expr {
     /// Column `index` of the input row.
     InputRef { index: usize, ty: DataType },

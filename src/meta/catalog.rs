@@ -9,7 +9,7 @@ use crate::common::{DataType, Field};
 /// Id of a table, MV, system relation or internal state table.
 pub type TableId = u32;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RelationKind {
     Table,
     MaterializedView,
@@ -28,7 +28,7 @@ impl RelationKind {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnDesc {
     pub name: String,
     pub data_type: DataType,
@@ -57,7 +57,7 @@ impl ColumnDesc {
 }
 
 /// A relation as the binder sees it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RelationDesc {
     pub id: TableId,
     /// Unqualified name, lower case unless it was quoted.

@@ -11,7 +11,7 @@ use crate::stream::build::{ActorDesc, NodeDesc, SourceDesc};
 use crate::stream::compute_node::WorkerId;
 use crate::stream::message::{ActorId, DispatcherDesc, DispatcherKind, FragmentId};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ActorInfo {
     pub actor_id: ActorId,
     pub worker: WorkerId,
@@ -19,7 +19,7 @@ pub struct ActorInfo {
     pub vnodes: Bitmap,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Fragment {
     pub id: FragmentId,
     /// The table or MV the fragment belongs to.
@@ -48,7 +48,7 @@ impl Fragment {
 }
 
 /// An exchange between two fragments.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Edge {
     pub up: FragmentId,
     pub down: FragmentId,

@@ -4,7 +4,7 @@ use crate::meta::catalog::{ColumnDesc, TableId};
 use crate::stream::build::{NodeDesc, SourceDesc};
 
 /// How rows cross from an upstream fragment into a downstream one.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum EdgeSpec {
     /// By vnode of these upstream output columns.
     Hash(Vec<usize>),
@@ -26,7 +26,7 @@ impl EdgeSpec {
 }
 
 /// Where a fragment's input comes from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Upstream {
     /// Another fragment of the same graph (index).
     Local(usize),
@@ -34,7 +34,7 @@ pub enum Upstream {
     Existing(TableId),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PlanFragment {
     pub nodes: Vec<NodeDesc>,
     /// Inputs in executor input order.
@@ -44,7 +44,7 @@ pub struct PlanFragment {
 }
 
 /// The fragments of one job, upstream first; the last one materializes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PlanGraph {
     pub fragments: Vec<PlanFragment>,
     /// Columns of the materialized relation (visible then hidden).

@@ -33,7 +33,7 @@ pub struct MetaConfig {
 }
 
 /// How many actors a job's hash fragments run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Parallelism {
     /// Every parallel unit of the cluster.
     Adaptive,
@@ -50,7 +50,7 @@ impl Parallelism {
 }
 
 /// A table or MV and its streaming job.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RelationEntry {
     pub desc: Arc<RelationDesc>,
     pub dist_key: Vec<usize>,

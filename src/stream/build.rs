@@ -27,7 +27,7 @@ use crate::storage::state_table::ValueCodec;
 use crate::storage::{StateStore, StateTable};
 
 /// A state table's layout.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StateTableDesc {
     pub table_id: TableId,
     pub pk_types: Vec<DataType>,
@@ -56,7 +56,7 @@ impl StateTableDesc {
 }
 
 /// One executor of a fragment.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum NodeDesc {
     Project {
         exprs: Vec<Expr>,
@@ -133,7 +133,7 @@ impl NodeDesc {
 }
 
 /// What feeds a source actor besides its upstreams.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SourceDesc {
     /// Not a source: barriers arrive from upstream actors.
     None,
@@ -148,7 +148,7 @@ pub enum SourceDesc {
 }
 
 /// Everything a compute node needs to build one actor.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ActorDesc {
     pub actor_id: ActorId,
     pub fragment_id: FragmentId,

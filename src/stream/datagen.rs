@@ -12,7 +12,7 @@ use crate::common::{DataType, Datum, Row, ScalarValue, StreamChunk, CHUNK_SIZE};
 use crate::storage::StateTable;
 
 /// How one column is generated.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FieldGen {
     /// `start, start+1, ... end` (inclusive); the source ends after `end`.
     Sequence { start: i64, end: Option<i64> },
@@ -29,7 +29,7 @@ pub enum FieldGen {
 }
 
 /// A datagen source: what to generate and how fast.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DatagenDesc {
     pub fields: Vec<(DataType, FieldGen)>,
     pub rows_per_second: u64,
