@@ -31,6 +31,8 @@ pub struct BarrierCommand {
     /// After a recovery: the complete sets of actors and sources of the
     /// rebuilt cluster, replacing the old ones.
     pub reset: Option<ResetInfo>,
+    /// The serialized catalog to commit with this barrier's new epoch.
+    pub meta_snapshot: Option<bytes::Bytes>,
     /// Answered with the epoch the barrier closed, once it is committed.
     pub done: oneshot::Sender<Result<u64, String>>,
 }
@@ -97,7 +99,7 @@ impl BarrierManager {
             self.sources = reset.sources.into_iter().map(|(w, a)| (a, w)).collect();
             self.epoch = self.epoch.max(self.store.committed_epoch());
             self.failed = false;
-            let r = self.one_barrier(None, &[], &[], &[]).await;
+            let r = self.one_barrier(None, &[], &[], &[], None).await;
             let _ = c.done.send(r.clone());
             for d in std::mem::take(&mut self.deferred) {
                 let _ = d.done.send(r.clone());
@@ -152,14 +154,20 @@ impl BarrierManager {
             }
             // A plain barrier first if a mutation was queued behind flushes.
             if !waiters.is_empty() || cmd.is_none() {
-                let r = self.one_barrier(None, &[], &[], &[]).await;
+                let r = self.one_barrier(None, &[], &[], &[], None).await;
                 for w in waiters.drain(..) {
                     let _ = w.send(r.clone());
                 }
             }
             if let Some(c) = cmd {
                 let r = self
-                    .one_barrier(c.mutation, &c.add_actors, &c.add_sources, &c.remove_actors)
+                    .one_barrier(
+                        c.mutation,
+                        &c.add_actors,
+                        &c.add_sources,
+                        &c.remove_actors,
+                        c.meta_snapshot,
+                    )
                     .await;
                 let _ = c.done.send(r);
             }
@@ -172,10 +180,17 @@ impl BarrierManager {
         add_actors: &[ActorId],
         add_sources: &[(WorkerId, ActorId)],
         remove_actors: &[ActorId],
+        meta_snapshot: Option<bytes::Bytes>,
     ) -> Result<u64, String> {
         let prev = self.epoch;
         let curr = prev + 1;
         self.epoch = curr;
+        if let Some(snap) = meta_snapshot {
+            let key = bytes::Bytes::from_static(crate::meta::service::META_KEY);
+            if let Err(e) = self.store.ingest(curr, vec![(key, Some(snap))]) {
+                return Err(e.to_string());
+            }
+        }
         let barrier = match mutation {
             Some(m) => Barrier::with_mutation(Epoch { curr, prev }, m),
             None => Barrier::new(Epoch { curr, prev }),
@@ -254,6 +269,7 @@ impl BarrierManager {
 fn is_plain(c: &BarrierCommand) -> bool {
     c.mutation.is_none()
         && c.reset.is_none()
+        && c.meta_snapshot.is_none()
         && c.add_actors.is_empty()
         && c.add_sources.is_empty()
         && c.remove_actors.is_empty()

@@ -137,6 +137,71 @@ impl UpstreamInfo for MetaState {
     }
 }
 
+/// Where the catalog lives in the state store: table id 0 is never a
+/// relation's.
+pub const META_KEY: &[u8] = b"\0\0\0\0meta";
+
+/// The durable part of meta's state, committed with the epoch of the
+/// barrier that applied each change.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PersistedMeta {
+    relations: BTreeMap<TableId, RelationEntry>,
+    fragments: BTreeMap<FragmentId, Fragment>,
+    edges: Vec<Edge>,
+    next_table_id: TableId,
+    next_fragment_id: FragmentId,
+    next_actor_id: ActorId,
+}
+
+impl MetaState {
+    /// The catalog, serialized.
+    pub fn snapshot(&self) -> bytes::Bytes {
+        let p = PersistedMeta {
+            relations: self.relations.clone(),
+            fragments: self.fragments.clone(),
+            edges: self.edges.clone(),
+            next_table_id: self.next_table_id,
+            next_fragment_id: self.next_fragment_id,
+            next_actor_id: self.next_actor_id,
+        };
+        bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
+    }
+
+    fn restore(&mut self, p: PersistedMeta) {
+        self.relations = p.relations;
+        self.fragments = p.fragments;
+        self.edges = p.edges;
+        self.next_table_id = p.next_table_id;
+        self.next_fragment_id = p.next_fragment_id;
+        self.next_actor_id = p.next_actor_id;
+        // Actors placed on workers this process does not have move to the
+        // units that exist, round robin.
+        let units: Vec<(WorkerId, UnitId)> = self
+            .workers
+            .values()
+            .flat_map(|w| w.units.iter().map(move |u| (w.id, *u)))
+            .collect();
+        if units.is_empty() {
+            return;
+        }
+        let mut next = 0;
+        for f in self.fragments.values_mut() {
+            for a in &mut f.actors {
+                let ok = self
+                    .workers
+                    .get(&a.worker)
+                    .is_some_and(|w| w.units.contains(&a.unit));
+                if !ok {
+                    let (w, u) = units[next % units.len()];
+                    next += 1;
+                    a.worker = w;
+                    a.unit = u;
+                }
+            }
+        }
+    }
+}
+
 /// Where DML for a table goes: the table fragment's vnode mapping and the
 /// local channel of each of its actors.
 pub struct TableRoute {
@@ -192,8 +257,15 @@ async fn recovery_loop(meta: std::sync::Weak<Meta>, mut rx: mpsc::UnboundedRecei
 
 impl Meta {
     /// Start meta, the compute nodes and the barrier manager.
+    /// Start with an in-memory store (tests).
     pub fn start(config: MetaConfig) -> Arc<Meta> {
         let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
+        Self::start_with_store(config, store)
+    }
+
+    /// Start meta over `store`. If the store holds a committed catalog, it
+    /// is loaded; call [`Meta::resume`] to rebuild its actors.
+    pub fn start_with_store(config: MetaConfig, store: Arc<dyn StateStore>) -> Arc<Meta> {
         let registry = Arc::new(ExchangeRegistry::default());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (committed_tx, committed_rx) = watch::channel(store.committed_epoch());
@@ -227,6 +299,12 @@ impl Meta {
                 },
             );
         }
+        if let Ok(Some(bytes)) = store.get(META_KEY, false) {
+            match serde_json::from_slice::<PersistedMeta>(&bytes) {
+                Ok(p) => state.restore(p),
+                Err(e) => tracing::error!(error = %e, "cannot read the persisted catalog; starting empty"),
+            }
+        }
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
         let (recovery_tx, recovery_rx) = mpsc::unbounded_channel();
         let manager = BarrierManager::new(
@@ -256,6 +334,15 @@ impl Meta {
         });
         tokio::spawn(recovery_loop(Arc::downgrade(&meta), recovery_rx));
         meta
+    }
+
+    /// After a start over a store with a catalog: rebuild every job's actors
+    /// from the last committed epoch. Returns once they run.
+    pub async fn resume(&self) -> MetaResult<()> {
+        if self.state.lock().relations.is_empty() {
+            return Ok(());
+        }
+        self.recover().await
     }
 
     /// Make the next chunk processed by an actor of `fragment` fail that
@@ -319,6 +406,7 @@ impl Meta {
                 add_sources: vec![],
                 remove_actors: vec![],
                 reset: Some(ResetInfo { actors, sources }),
+                meta_snapshot: None,
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
@@ -341,6 +429,29 @@ impl Meta {
         add_sources: Vec<(WorkerId, ActorId)>,
         remove_actors: Vec<ActorId>,
     ) -> MetaResult<u64> {
+        let snapshot = mutation.as_ref().map(|_| self.state.lock().snapshot());
+        self.barrier_with(mutation, add_actors, add_sources, remove_actors, snapshot)
+            .await
+    }
+
+    /// Persist the catalog with the next epoch and wait until it is
+    /// committed.
+    async fn persist_catalog(&self) -> MetaResult<u64> {
+        let snapshot = Some(self.state.lock().snapshot());
+        self.barrier_with(None, vec![], vec![], vec![], snapshot)
+            .await?;
+        // The snapshot was written at the barrier's new epoch: commit it.
+        self.flush().await
+    }
+
+    async fn barrier_with(
+        &self,
+        mutation: Option<Mutation>,
+        add_actors: Vec<ActorId>,
+        add_sources: Vec<(WorkerId, ActorId)>,
+        remove_actors: Vec<ActorId>,
+        meta_snapshot: Option<bytes::Bytes>,
+    ) -> MetaResult<u64> {
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {
@@ -349,6 +460,7 @@ impl Meta {
                 add_sources,
                 remove_actors,
                 reset: None,
+                meta_snapshot,
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
@@ -661,6 +773,7 @@ impl Meta {
             tables.push(table_id);
             tables
         };
+        self.persist_catalog().await?;
         for t in tables {
             self.store.delete_table(t)?;
         }
