@@ -27,13 +27,22 @@
 //!   batch is there entirely or not at all.
 //! - *Durable.* With `SyncAll` the journal is written and `fsync`ed before
 //!   `commit` returns (journal rotation fsyncs the directory too).
-//! - *Atomic to readers.* All items of a batch get one seqno and are
-//!   applied to the memtables under the journal lock; only then is the
-//!   visible seqno raised past it. A [`fjall::Snapshot`] reads at the
-//!   visible seqno of its creation, so it sees a batch entirely or not at
-//!   all. Plain `Keyspace::get`/`range` read at `SeqNo::MAX` and *can* see
-//!   half a batch while it is being applied — so every read here goes
-//!   through a snapshot.
+//! - *Atomic to readers — almost.* All items of a batch get one seqno and
+//!   are applied to the memtables under the journal lock; only then is
+//!   the visible seqno raised past it, and a [`fjall::Snapshot`] reads at
+//!   the visible seqno of its creation. Plain `Keyspace::get`/`range` read
+//!   at `SeqNo::MAX` and see half a batch while it is being applied, so
+//!   every read here goes through a snapshot. But a background flush or
+//!   compaction installs its new tree version with a fresh seqno from the
+//!   same counter and raises the visible seqno past it
+//!   (`lsm-tree` `SuperVersions::upgrade_version`), which can expose a
+//!   batch that is still being applied: `tests::reads_during_commit_see_whole_epochs`
+//!   caught scans mixing two epochs when memtables were being flushed. So
+//!   the store holds `applying` exclusively while its batch commits and
+//!   shares it while it takes a snapshot: a snapshot is never taken while
+//!   one of our batches is half applied, and every batch below its seqno
+//!   is complete. (The lock also covers the fsync, so a snapshot can wait
+//!   for one; reads themselves never wait.)
 //!
 //! Reads that include staged data take the staging lock, then the
 //! snapshot; the `committing` slot is emptied (under the write lock) only
@@ -140,6 +149,9 @@ pub struct DurableStateStore {
     /// The committed epoch and the format version.
     meta: Keyspace,
     staged: RwLock<Staged>,
+    /// Held exclusively while one of our batches is applied, shared while
+    /// a read snapshot is taken: see "Atomic to readers" above.
+    applying: RwLock<()>,
     /// Serializes commits and table deletions (fjall batches of ours), so
     /// the epoch written is always the max and rotation accounting is
     /// exact.
@@ -173,7 +185,14 @@ impl DurableStateStore {
         let db = Database::builder(&fjall_path)
             .cache_size(options.cache_bytes)
             .open()
-            .map_err(|e| io(&fjall_path, "cannot open fjall database", e))?;
+            .map_err(|e| {
+                io(
+                    &fjall_path,
+                    "cannot open fjall database (a table or journal file is damaged, \
+                     truncated or missing)",
+                    e,
+                )
+            })?;
         let (state, meta, epoch) = match locked.state {
             DirState::New => {
                 let (state, meta) = Self::create_keyspaces(&db, &fjall_path)?;
@@ -205,6 +224,7 @@ impl DurableStateStore {
             state,
             meta,
             staged: RwLock::new(Staged::default()),
+            applying: RwLock::new(()),
             commit_lock: Mutex::new(CommitState {
                 bytes_since_rotate: 0,
             }),
@@ -253,7 +273,10 @@ impl DurableStateStore {
         match read(META_EPOCH)? {
             Some(v) => match <[u8; 8]>::try_from(&*v) {
                 Ok(b) => Ok(u64::from_be_bytes(b)),
-                Err(_) => Err(err(path, "committed epoch is not 8 bytes: the store is corrupt")),
+                Err(_) => Err(err(
+                    path,
+                    "committed epoch is not 8 bytes: the store is corrupt",
+                )),
             },
             None => Err(err(
                 path,
@@ -283,10 +306,13 @@ impl DurableStateStore {
         bytes: u64,
         what: &str,
     ) -> StorageResult<()> {
-        batch
-            .durability(Some(PersistMode::SyncAll))
-            .commit()
-            .map_err(|e| io(&self.path, what, e))?;
+        {
+            let _applying = self.applying.write();
+            batch
+                .durability(Some(PersistMode::SyncAll))
+                .commit()
+                .map_err(|e| io(&self.path, what, e))?;
+        }
         cs.bytes_since_rotate += bytes;
         if cs.bytes_since_rotate >= self.options.rotate_bytes {
             cs.bytes_since_rotate = 0;
@@ -299,6 +325,13 @@ impl DurableStateStore {
             }
         }
         Ok(())
+    }
+
+    /// A snapshot that contains each of our batches entirely or not at
+    /// all.
+    fn snapshot(&self) -> fjall::Snapshot {
+        let _applying = self.applying.read();
+        self.db.snapshot()
     }
 
     fn committed_scan(
@@ -420,9 +453,9 @@ impl StateStore for DurableStateStore {
                 return Ok(v);
             }
             // Taken under the lock: see the module doc.
-            self.db.snapshot()
+            self.snapshot()
         } else {
-            self.db.snapshot()
+            self.snapshot()
         };
         snapshot
             .get(&self.state, key)
@@ -447,7 +480,7 @@ impl StateStore for DurableStateStore {
             } else {
                 EpochWrites::new()
             };
-            (self.db.snapshot(), overlay)
+            (self.snapshot(), overlay)
         };
         let base = self.committed_scan(&snapshot, range);
         if overlay.is_empty() {
@@ -472,7 +505,7 @@ impl StateStore for DurableStateStore {
 
     fn delete_table(&self, table_id: TableId) -> StorageResult<()> {
         let mut cs = self.commit_lock.lock();
-        let snapshot = self.db.snapshot();
+        let snapshot = self.snapshot();
         let mut batch = self.db.batch();
         let mut bytes = 0u64;
         for item in self.committed_scan(&snapshot, prefix_range(&table_prefix(table_id))) {

@@ -15,7 +15,10 @@ pub fn key(table: u32, vnode: u16, pk: &str) -> Bytes {
 }
 
 pub fn put(table: u32, vnode: u16, pk: &str, v: &str) -> KeyedWrite {
-    (key(table, vnode, pk), Some(Bytes::copy_from_slice(v.as_bytes())))
+    (
+        key(table, vnode, pk),
+        Some(Bytes::copy_from_slice(v.as_bytes())),
+    )
 }
 
 pub fn del(table: u32, vnode: u16, pk: &str) -> KeyedWrite {
@@ -123,7 +126,10 @@ pub fn check_state_store(s: &dyn StateStore) {
         scan(s, prefix_range(&vnode_prefix(2, 0)), true),
         ["t2v0k0*", "t2v0k1", "t2v0k2*", "t2v0k4*"]
     );
-    assert_eq!(scan(s, prefix_range(&vnode_prefix(2, 1)), true), ["t2v1k1*"]);
+    assert_eq!(
+        scan(s, prefix_range(&vnode_prefix(2, 1)), true),
+        ["t2v1k1*"]
+    );
     assert!(scan(s, prefix_range(&vnode_prefix(2, 2)), true).is_empty());
     assert_eq!(scan(s, table(3), false), ["t3v0k1"]);
     assert!(scan(s, table(3), true).is_empty());

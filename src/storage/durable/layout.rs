@@ -169,7 +169,9 @@ fn check_fjall_dir(root: &Path) -> Result<(), StorageError> {
         Ok(_) => Err(err(&marker, "corrupt fjall version marker")),
         Err(e) => Err(err(
             &marker,
-            format_args!("fjall version marker is missing or unreadable ({e}): the store is corrupt"),
+            format_args!(
+                "fjall version marker is missing or unreadable ({e}): the store is corrupt"
+            ),
         )),
     }
 }
