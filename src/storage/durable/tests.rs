@@ -536,7 +536,7 @@ fn crash_child() {
         writes.push(put(2, 0, &format!("{}", e % 2), &format!("{e:08}")));
         writes.push((key(2, 0, &format!("{}", (e + 1) % 2)), None));
         // delete_table is committed at once, ahead of the epoch's commit.
-        if e % 5 == 0 {
+        if e.is_multiple_of(5) {
             s.delete_table(3).unwrap();
         }
         writes.push(put(3, 0, &format!("{e:08}"), "x"));
@@ -608,7 +608,7 @@ fn crash_recovery_under_kill_9() {
         let t3 = s.scan(prefix_range(&table_prefix(3)), false).unwrap();
         let since_delete = if e < 5 { e } else { e % 5 + 1 };
         // Killed between the next epoch's delete_table and its commit?
-        let deleted_ahead = (e + 1) % 5 == 0 && t3.is_empty();
+        let deleted_ahead = (e + 1).is_multiple_of(5) && t3.is_empty();
         assert!(
             t3.len() as u64 == since_delete || deleted_ahead,
             "epoch {e}: {t3:?}"
