@@ -41,8 +41,9 @@
 //!   the store holds `applying` exclusively while its batch commits and
 //!   shares it while it takes a snapshot: a snapshot is never taken while
 //!   one of our batches is half applied, and every batch below its seqno
-//!   is complete. (The lock also covers the fsync, so a snapshot can wait
-//!   for one; reads themselves never wait.)
+//!   is complete. The lock also covers the fsync; rather than wait for
+//!   it, a reader that finds it taken reads from a snapshot taken just
+//!   before the batch (the old committed state, which is allowed).
 //!
 //! Reads that include staged data take the staging lock, then the
 //! snapshot; the `committing` slot is emptied (under the write lock) only
@@ -152,6 +153,10 @@ pub struct DurableStateStore {
     /// Held exclusively while one of our batches is applied, shared while
     /// a read snapshot is taken: see "Atomic to readers" above.
     applying: RwLock<()>,
+    /// A snapshot taken just before the batch now being applied (set only
+    /// while `applying` is held exclusively): readers use it instead of
+    /// waiting for the commit's fsync, and see the old committed state.
+    before_batch: Mutex<Option<fjall::Snapshot>>,
     /// Serializes commits and table deletions (fjall batches of ours), so
     /// the epoch written is always the max and rotation accounting is
     /// exact.
@@ -225,6 +230,7 @@ impl DurableStateStore {
             meta,
             staged: RwLock::new(Staged::default()),
             applying: RwLock::new(()),
+            before_batch: Mutex::new(None),
             commit_lock: Mutex::new(CommitState {
                 bytes_since_rotate: 0,
             }),
@@ -306,13 +312,20 @@ impl DurableStateStore {
         bytes: u64,
         what: &str,
     ) -> StorageResult<()> {
-        {
+        // No batch of ours is in flight (we hold `commit_lock`), so this
+        // snapshot is whole.
+        *self.before_batch.lock() = Some(self.db.snapshot());
+        let result = {
             let _applying = self.applying.write();
             batch
                 .durability(Some(PersistMode::SyncAll))
                 .commit()
-                .map_err(|e| io(&self.path, what, e))?;
-        }
+                .map_err(|e| io(&self.path, what, e))
+        };
+        // Cleared before the caller publishes the new committed epoch, so
+        // a reader that saw the new epoch never gets the old snapshot.
+        *self.before_batch.lock() = None;
+        result?;
         cs.bytes_since_rotate += bytes;
         if cs.bytes_since_rotate >= self.options.rotate_bytes {
             cs.bytes_since_rotate = 0;
@@ -330,6 +343,12 @@ impl DurableStateStore {
     /// A snapshot that contains each of our batches entirely or not at
     /// all.
     fn snapshot(&self) -> fjall::Snapshot {
+        if let Some(_applying) = self.applying.try_read() {
+            return self.db.snapshot();
+        }
+        if let Some(before) = self.before_batch.lock().clone() {
+            return before;
+        }
         let _applying = self.applying.read();
         self.db.snapshot()
     }
