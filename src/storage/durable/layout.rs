@@ -16,7 +16,15 @@
 //!
 //! Every check here is read-only: a store from another format version, a
 //! directory that is not a store, or one another process holds is
-//! reported with its path and left exactly as it was.
+//! reported with its path and left exactly as it was. Damage inside the
+//! fjall database (a truncated or corrupt table or journal) is found by
+//! fjall itself: a damaged table makes open fail (or, for a corrupt data
+//! block, the read of that block fail on its checksum) with an error
+//! naming the store; before failing, fjall may already have deleted
+//! superseded manifest files (`keyspaces/<id>/v<n>`) of keyspaces it
+//! recovered — never data. fjall truncates an incomplete batch at the
+//! journal's tail, which is the expected state after a crash mid-commit
+//! (that commit never returned).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::Write;
