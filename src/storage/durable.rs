@@ -75,6 +75,8 @@ mod layout;
 #[cfg(test)]
 pub(crate) mod contract;
 #[cfg(test)]
+mod crash_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
