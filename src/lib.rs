@@ -45,8 +45,6 @@
 //! sends one barrier whose `Update` mutation switches dispatchers, merges
 //! and bitmaps at once (DESIGN §5).
 
-/// The batch engine for ad-hoc queries over committed state.
-pub mod batch;
 /// Values, types, chunks, bitmaps and the byte encodings of rows.
 pub mod common;
 /// Scalar expressions and aggregate functions with PostgreSQL semantics.
@@ -55,12 +53,14 @@ pub mod expr;
 pub mod frontend;
 /// Meta: catalog, cluster, placement, barrier manager.
 pub mod meta;
-/// The PostgreSQL wire protocol server.
-pub mod pgwire;
 /// Logical plans and the stream planner that cuts them into fragments.
 pub mod planner;
 /// Parsing and binding of SQL.
 pub mod sql;
+/// The batch engine for ad-hoc queries over committed state.
+pub mod batch;
+/// The PostgreSQL wire protocol server.
+pub mod pgwire;
 /// The state store and per-actor state tables.
 pub mod storage;
 /// The streaming runtime: actors, executors, exchange, compute nodes.
