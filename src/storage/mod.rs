@@ -10,6 +10,7 @@
 //! over vnodes first waits until the epoch that closed their previous
 //! owner's writes is committed.
 
+pub mod durable;
 pub mod memory;
 pub mod state_table;
 
@@ -17,6 +18,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
+pub use durable::DurableStateStore;
 pub use memory::MemoryStateStore;
 pub use state_table::StateTable;
 
