@@ -59,8 +59,9 @@ impl Default for PlaygroundArgs {
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("info,fjall=warn,lsm_tree=warn")
+            }),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::session::LocalSessionFactory;
 use crate::meta::{Meta, MetaConfig};
+use crate::storage::DurableStateStore;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -40,11 +41,27 @@ impl ServerHandle {
 
 /// Start everything; returns once the listener is bound.
 pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
-    let meta = Meta::start(MetaConfig {
-        compute_nodes: config.compute_nodes.max(1),
-        parallel_units: config.parallel_units.max(1),
-        barrier_interval: Duration::from_millis(config.barrier_interval_ms.max(1)),
-    });
+    let dir = config.data_dir.clone();
+    let store = tokio::task::spawn_blocking(move || DurableStateStore::open(&dir))
+        .await?
+        .map_err(|e| anyhow::anyhow!("cannot open the data directory: {e}"))?;
+    let meta = Meta::start_with_store(
+        MetaConfig {
+            compute_nodes: config.compute_nodes.max(1),
+            parallel_units: config.parallel_units.max(1),
+            barrier_interval: Duration::from_millis(config.barrier_interval_ms.max(1)),
+        },
+        Arc::new(store),
+    );
+    let started = std::time::Instant::now();
+    meta.resume()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot resume the streaming jobs: {e}"))?;
+    tracing::info!(
+        epoch = meta.committed_epoch(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "state loaded"
+    );
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;

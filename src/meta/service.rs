@@ -302,7 +302,9 @@ impl Meta {
         if let Ok(Some(bytes)) = store.get(META_KEY, false) {
             match serde_json::from_slice::<PersistedMeta>(&bytes) {
                 Ok(p) => state.restore(p),
-                Err(e) => tracing::error!(error = %e, "cannot read the persisted catalog; starting empty"),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the persisted catalog; starting empty")
+                }
             }
         }
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
