@@ -360,12 +360,15 @@ impl LocalSession {
             BoundStatement::ShowActors { name } => self.show_actors(name),
             BoundStatement::Explain { inner } => self.explain(*inner),
             BoundStatement::TransactionControl { tag } => Ok(command(tag)),
+            BoundStatement::AlterSystemSet { name, value } => {
+                self.alter_system_set(&name, &value)?;
+                Ok(command("ALTER SYSTEM"))
+            }
             BoundStatement::AlterParallelism { .. }
             | BoundStatement::Reschedule { .. }
             | BoundStatement::DrainWorker { .. }
             | BoundStatement::AddWorker { .. }
-            | BoundStatement::RemoveWorker { .. }
-            | BoundStatement::AlterSystemSet { .. } => Err(FrontendError::new(
+            | BoundStatement::RemoveWorker { .. } => Err(FrontendError::new(
                 "0A000",
                 "online scaling statements are not supported yet",
             )),
@@ -447,6 +450,34 @@ impl LocalSession {
             self.meta.flush().await?;
         }
         Ok(())
+    }
+
+    /// System parameters. `debug_inject_actor_failure = <fragment id>` is
+    /// a test fault (off unless set): the next chunk an actor of that
+    /// fragment processes fails it, and the cluster recovers from the last
+    /// committed epoch.
+    fn alter_system_set(&self, name: &str, value: &str) -> FResult<()> {
+        match name.to_ascii_lowercase().as_str() {
+            "debug_inject_actor_failure" => {
+                let fragment =
+                    value
+                        .trim()
+                        .trim_matches('\'')
+                        .parse::<u32>()
+                        .map_err(|_| {
+                            FrontendError::new(
+                        "22023",
+                        format!("invalid fragment id \"{value}\" for debug_inject_actor_failure"),
+                    )
+                        })?;
+                self.meta.inject_actor_failure(fragment);
+                Ok(())
+            }
+            other => Err(FrontendError::new(
+                "42704",
+                format!("unrecognized system parameter \"{other}\""),
+            )),
+        }
     }
 
     fn set_var(&self, name: &str, value: Option<String>) -> FResult<()> {
