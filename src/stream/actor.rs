@@ -51,12 +51,27 @@ pub struct Actor {
 
 impl Actor {
     pub async fn run(mut self) {
+        use futures::FutureExt;
         let id = self.actor_id;
-        match self.run_inner().await {
+        let events = self.events.clone();
+        // A panicking executor must not leave meta waiting for a barrier
+        // forever: it is reported like any other failure.
+        let result = std::panic::AssertUnwindSafe(self.run_inner())
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(StreamError::Internal(format!("actor panicked: {msg}")))
+            });
+        match result {
             Ok(()) => tracing::debug!(actor_id = id, "actor stopped"),
             Err(e) => {
                 tracing::error!(actor_id = id, error = %e, "actor failed");
-                let _ = self.events.send(ComputeEvent::Failed {
+                let _ = events.send(ComputeEvent::Failed {
                     actor_id: id,
                     error: e.to_string(),
                 });
