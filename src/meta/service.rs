@@ -73,9 +73,43 @@ pub struct MetaState {
     next_table_id: TableId,
     next_fragment_id: FragmentId,
     next_actor_id: ActorId,
+    /// `rw_scale_history`.
+    pub scale_history: Vec<ScaleRecord>,
+}
+
+/// One scale or reschedule operation, as `rw_scale_history` shows it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ScaleRecord {
+    pub id: u32,
+    pub started_at: chrono::NaiveDateTime,
+    pub statement: String,
+    pub actors_added: u32,
+    pub actors_removed: u32,
+    pub vnodes_moved: u32,
+    pub pause_ms: f64,
+    pub total_ms: f64,
+    pub status: String,
 }
 
 impl MetaState {
+    /// Units of running workers, least loaded first (interleaved over
+    /// workers on ties).
+    pub fn placement_order(&self) -> Vec<(WorkerId, UnitId)> {
+        self.units_for_placement()
+    }
+
+    pub fn next_actor(&mut self) -> ActorId {
+        self.next_actor_id += 1;
+        self.next_actor_id
+    }
+
+    pub fn worker_of_unit(&self, unit: UnitId) -> Option<WorkerId> {
+        self.workers
+            .values()
+            .find(|w| w.units.contains(&unit))
+            .map(|w| w.id)
+    }
+
     pub fn relation_by_name(&self, name: &str) -> Option<&RelationEntry> {
         self.relations.values().find(|r| r.desc.name == name)
     }
@@ -121,7 +155,7 @@ impl MetaState {
             .sum()
     }
 
-    fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
+    pub(crate) fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
         self.workers.get(&worker).map(|w| w.node.clone())
     }
 }
@@ -151,6 +185,8 @@ struct PersistedMeta {
     next_table_id: TableId,
     next_fragment_id: FragmentId,
     next_actor_id: ActorId,
+    #[serde(default)]
+    scale_history: Vec<ScaleRecord>,
 }
 
 impl MetaState {
@@ -163,6 +199,7 @@ impl MetaState {
             next_table_id: self.next_table_id,
             next_fragment_id: self.next_fragment_id,
             next_actor_id: self.next_actor_id,
+            scale_history: self.scale_history.clone(),
         };
         bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
     }
@@ -174,6 +211,7 @@ impl MetaState {
         self.next_table_id = p.next_table_id;
         self.next_fragment_id = p.next_fragment_id;
         self.next_actor_id = p.next_actor_id;
+        self.scale_history = p.scale_history;
         // Actors placed on workers this process does not have move to the
         // units that exist, round robin.
         let units: Vec<(WorkerId, UnitId)> = self
@@ -221,10 +259,10 @@ pub struct Meta {
     barrier_tx: mpsc::UnboundedSender<BarrierCommand>,
     committed: watch::Receiver<u64>,
     /// One DDL (or scale) at a time.
-    ddl_lock: tokio::sync::Mutex<()>,
+    pub(crate) ddl_lock: tokio::sync::Mutex<()>,
     /// Held shared by DML while it routes and sends; exclusively while the
     /// layout of a table changes.
-    routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
+    pub(crate) routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
     row_id: AtomicI64,
     recoveries: AtomicI64,
     /// Test knob shared by every actor: see `inject_actor_failure`.
@@ -446,7 +484,7 @@ impl Meta {
         self.flush().await
     }
 
-    async fn barrier_with(
+    pub(crate) async fn barrier_with(
         &self,
         mutation: Option<Mutation>,
         add_actors: Vec<ActorId>,
