@@ -476,7 +476,7 @@ impl Meta {
 
     /// Persist the catalog with the next epoch and wait until it is
     /// committed.
-    async fn persist_catalog(&self) -> MetaResult<u64> {
+    pub(crate) async fn persist_catalog(&self) -> MetaResult<u64> {
         let snapshot = Some(self.state.lock().snapshot());
         self.barrier_with(None, vec![], vec![], vec![], snapshot)
             .await?;
@@ -527,6 +527,13 @@ impl Meta {
     /// Allocate ids for a job's state tables (used by the planner).
     pub fn alloc_table_id(&self) -> TableId {
         self.state.lock().alloc_table_id()
+    }
+
+    /// Record a job's parallelism setting (when no actor has to change).
+    pub fn set_parallelism(&self, table_id: TableId, p: Parallelism) {
+        if let Some(r) = self.state.lock().relations.get_mut(&table_id) {
+            r.parallelism = p;
+        }
     }
 
     /// Whether a relation of that name exists.
