@@ -23,9 +23,7 @@ use crate::meta::catalog::TableId;
 use crate::meta::cluster::UnitId;
 use crate::stream::build::SourceDesc;
 use crate::stream::compute_node::WorkerId;
-use crate::stream::message::{
-    ActorId, DispatcherUpdate, FragmentId, MergeUpdate, Mutation, UpdateMutation,
-};
+use crate::stream::message::{ActorId, DispatcherUpdate, FragmentId, Mutation, UpdateMutation};
 
 /// Units to remove from and add to one fragment.
 #[derive(Clone, Debug, Default, PartialEq)]
