@@ -428,7 +428,7 @@ async fn actor_failure_recovers_from_last_committed_epoch() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(meta.recovery_count(), 1);
+    assert!(meta.recovery_count() >= 1);
     meta.flush().await.unwrap();
     assert_eq!(sorted_visible(&meta, &t), sorted_visible(&meta, &mv));
     meta.write_dml(t.id, StreamChunk::inserts(vec![vec![i(3), i(3)]]))

@@ -403,8 +403,9 @@ impl Meta {
         let _ddl = self.ddl_lock.lock().await;
         let mut routes = self.routes.write().await;
         routes.clear();
-        for n in self.nodes.read().values() {
-            n.abort_all();
+        let nodes: Vec<Arc<ComputeNode>> = self.nodes.read().values().cloned().collect();
+        for n in nodes {
+            n.abort_all_and_wait().await;
         }
         self.registry.clear();
         self.store.abort_uncommitted();
