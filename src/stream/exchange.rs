@@ -84,13 +84,18 @@ pub struct MergeInput {
     pub rx: mpsc::Receiver<Message>,
 }
 
+/// How many messages a merge buffers from an input that already delivered
+/// the barrier being aligned, before it stops reading it.
+pub const MAX_BUFFERED_PER_INPUT: usize = 64;
+
 /// The head of an actor: reads all inputs fairly and aligns barriers.
 ///
 /// An input that delivered the barrier being aligned is still read, into a
-/// buffer replayed after the alignment: never leaving a channel unread is
-/// what keeps bounded channels from deadlocking in the diamonds that two
-/// consecutive shuffles create (the same reason Flink's barrier buffer
-/// spilled instead of blocking).
+/// buffer replayed after the alignment (up to a bound): leaving a channel
+/// unread is what makes bounded channels deadlock in the diamonds that two
+/// consecutive shuffles create (the reason Flink's barrier buffer spilled
+/// instead of blocking), while an unbounded buffer would take backpressure
+/// away from sources faster than the job.
 pub struct Merge {
     inputs: Vec<MergeInput>,
     /// Inputs that delivered the barrier being aligned.
@@ -187,7 +192,12 @@ impl Merge {
                 let n = self.inputs.len();
                 for k in 0..n {
                     let i = (self.next_start + k) % n;
-                    if self.ended[i] {
+                    // Past the bound a blocked input waits again: buffering
+                    // must not remove backpressure from a source that is
+                    // faster than the job.
+                    if self.ended[i]
+                        || (self.blocked[i] && self.buffered[i].len() >= MAX_BUFFERED_PER_INPUT)
+                    {
                         continue;
                     }
                     match self.inputs[i].rx.poll_recv(cx) {
