@@ -508,8 +508,10 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
         .await
         .map_err(|e| describe_pg_error(&e))?;
     let dir = TempDir::new("ebbflow-crash").map_err(|e| format!("temp dir: {e}"))?;
-    let mut opts = ServerOptions::default();
-    opts.ready_timeout = READY_TIMEOUT;
+    let opts = ServerOptions {
+        ready_timeout: READY_TIMEOUT,
+        ..ServerOptions::default()
+    };
     let mut st = SeedRun {
         seed,
         rng: StdRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9)),

@@ -59,23 +59,40 @@ impl Drop for TempDir {
 /// The last lines a child process printed, kept for failure reports.
 #[derive(Clone, Default)]
 pub struct LogTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    /// (lines printed so far, the last `KEEP` of them).
+    lines: Arc<Mutex<(usize, VecDeque<String>)>>,
 }
 
 impl LogTail {
     const KEEP: usize = 200;
 
     fn push(&self, line: String) {
-        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let (seen, lines) = &mut *guard;
         if lines.len() == Self::KEEP {
             lines.pop_front();
         }
         lines.push_back(line);
+        *seen += 1;
+    }
+
+    /// A position in the log, for [`LogTail::since`].
+    pub fn mark(&self) -> usize {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// The lines printed after `mark` (of those still kept).
+    pub fn since(&self, mark: usize) -> Vec<String> {
+        let guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let (seen, lines) = &*guard;
+        let new = seen.saturating_sub(mark).min(lines.len());
+        lines.iter().skip(lines.len() - new).cloned().collect()
     }
 
     /// The last `n` lines, joined.
     pub fn tail(&self, n: usize) -> String {
-        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let lines = &guard.1;
         let skip = lines.len().saturating_sub(n);
         lines
             .iter()

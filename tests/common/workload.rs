@@ -297,25 +297,38 @@ impl Gen {
     pub fn round(&mut self) -> Vec<String> {
         let mut out = Vec::new();
         for _ in 0..self.rng.gen_range(3..8) {
-            let stmt = match self.rng.gen_range(0..10) {
-                0..=1 => {
-                    let n = self.rng.gen_range(1..15);
-                    self.insert_t1(n)
-                }
-                2..=3 => {
-                    let n = self.rng.gen_range(1..10);
-                    Some(self.insert_t2(n))
-                }
-                4 => {
-                    let n = self.rng.gen_range(1..10);
-                    self.insert_t3(n)
-                }
-                5..=7 => Some(self.update()),
-                _ => Some(self.delete()),
-            };
-            out.extend(stmt);
+            out.extend(self.maybe_statement());
         }
         out
+    }
+
+    /// One random DML statement.
+    pub fn statement(&mut self) -> String {
+        loop {
+            if let Some(s) = self.maybe_statement() {
+                return s;
+            }
+        }
+    }
+
+    /// One random DML statement, `None` if t1 or t3 has no free key.
+    fn maybe_statement(&mut self) -> Option<String> {
+        match self.rng.gen_range(0..10) {
+            0..=1 => {
+                let n = self.rng.gen_range(1..15);
+                self.insert_t1(n)
+            }
+            2..=3 => {
+                let n = self.rng.gen_range(1..10);
+                Some(self.insert_t2(n))
+            }
+            4 => {
+                let n = self.rng.gen_range(1..10);
+                self.insert_t3(n)
+            }
+            5..=7 => Some(self.update()),
+            _ => Some(self.delete()),
+        }
     }
 }
 
