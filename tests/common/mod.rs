@@ -1,10 +1,15 @@
 //! Helpers shared by the integration tests: free ports, temp dirs, an
 //! ebbflow server child process and a throwaway PostgreSQL 15 server.
+//! `rows` compares query results; `workload` is the random SQL workload
+//! (tables, MVs, DML generator) and its PostgreSQL mirror.
 //!
 //! Every process started here is stopped when its guard is dropped, also
 //! when the test panics, so a failing test never leaves servers behind.
 
 #![allow(dead_code)]
+
+pub mod rows;
+pub mod workload;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -54,23 +59,40 @@ impl Drop for TempDir {
 /// The last lines a child process printed, kept for failure reports.
 #[derive(Clone, Default)]
 pub struct LogTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    /// (lines printed so far, the last `KEEP` of them).
+    lines: Arc<Mutex<(usize, VecDeque<String>)>>,
 }
 
 impl LogTail {
     const KEEP: usize = 200;
 
     fn push(&self, line: String) {
-        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let (seen, lines) = &mut *guard;
         if lines.len() == Self::KEEP {
             lines.pop_front();
         }
         lines.push_back(line);
+        *seen += 1;
+    }
+
+    /// A position in the log, for [`LogTail::since`].
+    pub fn mark(&self) -> usize {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// The lines printed after `mark` (of those still kept).
+    pub fn since(&self, mark: usize) -> Vec<String> {
+        let guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let (seen, lines) = &*guard;
+        let new = seen.saturating_sub(mark).min(lines.len());
+        lines.iter().skip(lines.len() - new).cloned().collect()
     }
 
     /// The last `n` lines, joined.
     pub fn tail(&self, n: usize) -> String {
-        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let lines = &guard.1;
         let skip = lines.len().saturating_sub(n);
         lines
             .iter()
@@ -85,6 +107,18 @@ impl LogTail {
 fn sigterm(pid: u32) {
     let _ = Command::new("kill")
         .arg("-TERM")
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Sends SIGKILL to `pid`. For a kill from another thread or task while
+/// the owner of the `Child` keeps it: the pid cannot be reused before the
+/// owner reaps the child, so this never hits another process.
+pub fn sigkill(pid: u32) {
+    let _ = Command::new("kill")
+        .arg("-KILL")
         .arg(pid.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -118,6 +152,8 @@ pub struct ServerOptions {
     pub compute_nodes: usize,
     pub parallel_units: usize,
     pub barrier_interval_ms: u64,
+    /// How long to wait for the `listening on` line.
+    pub ready_timeout: Duration,
 }
 
 impl Default for ServerOptions {
@@ -130,6 +166,7 @@ impl Default for ServerOptions {
             compute_nodes: 2,
             parallel_units: 2,
             barrier_interval_ms,
+            ready_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -139,32 +176,62 @@ pub struct EbbflowServer {
     child: Option<Child>,
     pub port: u16,
     pub log: LogTail,
-    _data_dir: TempDir,
+    data_dir: PathBuf,
+    /// The data dir when the server made its own (removed on drop);
+    /// `None` for [`EbbflowServer::start_in`], whose dir outlives it.
+    _own_dir: Option<TempDir>,
 }
 
 impl EbbflowServer {
-    /// Starts a server and waits (up to 60 s) for its `listening on` line.
+    /// Starts a server on a fresh data dir and waits (up to 60 s) for its
+    /// `listening on` line.
     pub fn start(opts: &ServerOptions) -> Result<EbbflowServer, String> {
+        Self::start_with_retries(opts, None)
+    }
+
+    /// Starts a server on `data_dir`, which may hold the state of an
+    /// earlier server (a restart), and waits for its `listening on` line.
+    pub fn start_in(opts: &ServerOptions, data_dir: &Path) -> Result<EbbflowServer, String> {
+        Self::start_with_retries(opts, Some(data_dir))
+    }
+
+    fn start_with_retries(
+        opts: &ServerOptions,
+        data_dir: Option<&Path>,
+    ) -> Result<EbbflowServer, String> {
         let mut last_err = String::new();
         // A port found free can be taken before the server binds it: retry.
+        // A server that hangs is not retried: the wait is bounded once.
         for _ in 0..3 {
-            match Self::try_start(opts) {
+            match Self::try_start(opts, data_dir) {
                 Ok(s) => return Ok(s),
-                Err(e) => last_err = e,
+                Err((true, e)) => last_err = e,
+                Err((false, e)) => return Err(e),
             }
         }
         Err(last_err)
     }
 
-    fn try_start(opts: &ServerOptions) -> Result<EbbflowServer, String> {
-        let data_dir = TempDir::new("ebbflow-test").map_err(|e| format!("temp dir: {e}"))?;
+    /// Err((retry, message)).
+    fn try_start(
+        opts: &ServerOptions,
+        dir: Option<&Path>,
+    ) -> Result<EbbflowServer, (bool, String)> {
+        let (data_dir, own_dir) = match dir {
+            Some(d) => (d.to_path_buf(), None),
+            None => {
+                let t =
+                    TempDir::new("ebbflow-test").map_err(|e| (true, format!("temp dir: {e}")))?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
         let port = free_port();
         let mut child = Command::new(ebbflow_bin())
             .arg("playground")
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
-            .arg(data_dir.path())
+            .arg(&data_dir)
             .arg("--compute-nodes")
             .arg(opts.compute_nodes.to_string())
             .arg("--parallel-units")
@@ -179,7 +246,7 @@ impl EbbflowServer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("spawn {}: {e}", ebbflow_bin().display()))?;
+            .map_err(|e| (false, format!("spawn {}: {e}", ebbflow_bin().display())))?;
 
         let log = LogTail::default();
         let (ready_tx, ready_rx) = mpsc::channel::<()>();
@@ -207,33 +274,41 @@ impl EbbflowServer {
             child: Some(child),
             port,
             log,
-            _data_dir: data_dir,
+            data_dir,
+            _own_dir: own_dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + opts.ready_timeout;
         loop {
             match ready_rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(()) => return Ok(server),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     // Both pipes closed without the line: the process exited.
                     std::thread::sleep(Duration::from_millis(50));
-                    return Err(format!(
-                        "ebbflow exited before listening:\n{}",
-                        server.log.tail(40)
+                    return Err((
+                        true,
+                        format!("ebbflow exited before listening:\n{}", server.log.tail(40)),
                     ));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Some(Ok(Some(status))) = server.child.as_mut().map(|c| c.try_wait()) {
                         std::thread::sleep(Duration::from_millis(50));
-                        return Err(format!(
-                            "ebbflow exited ({status}) before listening:\n{}",
-                            server.log.tail(40)
+                        return Err((
+                            true,
+                            format!(
+                                "ebbflow exited ({status}) before listening:\n{}",
+                                server.log.tail(40)
+                            ),
                         ));
                     }
                     if Instant::now() > deadline {
                         server.stop();
-                        return Err(format!(
-                            "ebbflow did not print `listening on` within 60 s:\n{}",
-                            server.log.tail(40)
+                        return Err((
+                            false,
+                            format!(
+                                "ebbflow did not print `listening on` within {} s:\n{}",
+                                opts.ready_timeout.as_secs(),
+                                server.log.tail(40)
+                            ),
                         ));
                     }
                 }
@@ -247,6 +322,24 @@ impl EbbflowServer {
             "host=127.0.0.1 port={} user=root dbname=dev connect_timeout=10",
             self.port
         )
+    }
+
+    /// The data dir the server runs on.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The process id, while the child has not been reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// `kill -9` and reap: the process gets no chance to clean up.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     /// Whether the process is still running.
