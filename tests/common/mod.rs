@@ -476,3 +476,4 @@ pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
         }
     }
 }
+pub mod sqlgen;
