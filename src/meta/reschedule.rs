@@ -205,6 +205,10 @@ impl Meta {
         let started = Instant::now();
         let started_at = chrono::Utc::now().naive_utc();
         let _ddl = self.ddl_lock.lock().await;
+        // DML waits from before the layout changes until the barrier that
+        // applies it is injected: no route to the new layout may be built
+        // (and no row sent along it) before that barrier.
+        let mut routes = self.routes.write().await;
         self.check_plan(&plan)?;
         let mut summary = ScaleSummary::default();
         // 1. the new layout, and the mutation that gets there
@@ -392,7 +396,6 @@ impl Meta {
         }
         // 3. one barrier; DML to the tables involved waits meanwhile
         let pause = Instant::now();
-        let mut routes = self.routes.write().await;
         for t in &tables {
             routes.remove(t);
         }

@@ -875,10 +875,17 @@ impl Meta {
     /// primary key get fresh row ids. Returns once the actors have them
     /// queued (not yet committed: see `flush`).
     pub async fn write_dml(&self, table_id: TableId, chunk: StreamChunk) -> MetaResult<()> {
-        let route = self.route(table_id).await?;
-        // Hold the route shared: a scale swaps it exclusively.
-        let routes = self.routes.read().await;
-        let route = routes.get(&table_id).cloned().unwrap_or(route);
+        // Hold the route shared while sending: a scale swaps it
+        // exclusively, and a route computed before that swap must never be
+        // used after it (rows would reach actors that no longer own them).
+        let (routes, route) = loop {
+            let routes = self.routes.read().await;
+            if let Some(r) = routes.get(&table_id).cloned() {
+                break (routes, r);
+            }
+            drop(routes);
+            self.route(table_id).await?;
+        };
         let mut per_actor: HashMap<ActorId, StreamChunk> = HashMap::new();
         let mut rows = chunk.into_iter_rows().peekable();
         while let Some((op, mut row)) = rows.next() {

@@ -159,15 +159,22 @@ impl Actor {
                 m.remove_inputs(&mu.removed_inputs);
             }
         }
+        // An actor added by a scale barrier takes over state (a source
+        // offset, groups, join rows) its previous owner wrote up to this
+        // barrier: it reads nothing until that epoch is committed.
+        let newly_added = matches!(barrier.mutation.as_deref(),
+            Some(Mutation::Update(u)) if u.added_actors.contains(&me));
         // 2. sources: offset commit, pause/resume
         if let ActorInput::Datagen { reader, .. } = &mut self.input {
-            reader.load()?;
             if barrier.is_pause() {
                 reader.set_paused(true);
             } else if barrier.is_resume() {
                 reader.set_paused(false);
             }
-            reader.commit(barrier.epoch.prev)?;
+            if !newly_added {
+                reader.load()?;
+                reader.commit(barrier.epoch.prev)?;
+            }
         }
         // 3. executors flush and commit, in chain order
         for i in 0..self.executors.len() {
@@ -196,6 +203,11 @@ impl Actor {
                 ex.update_vnodes(bitmap);
             }
             wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+        } else if newly_added {
+            wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+            if let ActorInput::Datagen { reader, .. } = &mut self.input {
+                reader.load()?;
+            }
         }
         for i in 0..self.executors.len() {
             let mut out = Vec::new();
