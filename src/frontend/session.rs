@@ -385,6 +385,10 @@ impl LocalSession {
                     crate::sql::bound::ParallelismTarget::Fragment(f) => (vec![*f], None, true),
                 };
                 let plan = self.meta.plan_parallelism(&fragments, p, explicit)?;
+                let shown = match p {
+                    Parallelism::Adaptive => "ADAPTIVE".to_string(),
+                    Parallelism::Fixed(n) => n.to_string(),
+                };
                 let statement = match &target {
                     crate::sql::bound::ParallelismTarget::Relation(r) => {
                         format!(
@@ -395,7 +399,7 @@ impl LocalSession {
                         )
                     }
                     crate::sql::bound::ParallelismTarget::Fragment(f) => {
-                        format!("ALTER FRAGMENT {f} SET PARALLELISM = {}", p.display())
+                        format!("ALTER FRAGMENT {f} SET PARALLELISM = {shown}")
                     }
                 };
                 if plan.is_empty() {

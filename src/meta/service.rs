@@ -833,6 +833,13 @@ impl Meta {
         if let Some(r) = self.routes.read().await.get(&table_id) {
             return Ok(r.clone());
         }
+        // Computed under the exclusive lock: a route computed before a
+        // reschedule and cached after it would send rows to actors that no
+        // longer own their vnodes.
+        let mut routes = self.routes.write().await;
+        if let Some(r) = routes.get(&table_id) {
+            return Ok(r.clone());
+        }
         let route = {
             let st = self.state.lock();
             let r = st.relations.get(&table_id).ok_or_else(|| {
@@ -862,7 +869,7 @@ impl Meta {
                 row_id_col,
             })
         };
-        self.routes.write().await.insert(table_id, route.clone());
+        routes.insert(table_id, route.clone());
         Ok(route)
     }
 
