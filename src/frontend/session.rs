@@ -395,7 +395,7 @@ impl LocalSession {
                             "ALTER {} {} SET PARALLELISM = {}",
                             r.kind.name().to_uppercase(),
                             r.name,
-                            p.display()
+                            shown
                         )
                     }
                     crate::sql::bound::ParallelismTarget::Fragment(f) => {
