@@ -159,6 +159,10 @@ impl BarrierManager {
                     let _ = w.send(r.clone());
                 }
             }
+            if let Some(c) = cmd.take_if(|c| c.reset.is_some()) {
+                // A reset drained behind flushes (restart or recovery).
+                self.while_failed(c).await;
+            }
             if let Some(c) = cmd {
                 let r = self
                     .one_barrier(
