@@ -13,7 +13,8 @@
 //! statement log (also written to `target/differential-seed-<seed>.log`).
 //!
 //! Environment: `DIFF_SEEDS=1,2,3` overrides the seeds, `DIFF_ROUNDS=n` the
-//! rounds per seed, `DIFF_SEED_TIMEOUT_SECS` (150) bounds one seed,
+//! rounds per seed, `DIFF_SEED_TIMEOUT_SECS` (150) bounds one seed and
+//! `DIFF_STMT_TIMEOUT_SECS` (30) one ebbflow statement,
 //! `DIFF_VERBOSE=1` prints the size of every MV, and
 //! `DIFF_SELF_CHECK=1` checks the harness against a second PostgreSQL
 //! database instead of ebbflow. Without PostgreSQL 15 the test is skipped, except under
@@ -31,8 +32,8 @@ use common::rows::{canonical, minus, multiset, run, Row};
 use common::workload::{live_ids, Gen, MVS, TABLES};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
 
-const DEFAULT_SEEDS: &[u64] = &[1, 2, 3, 4, 5];
-const DEFAULT_ROUNDS: usize = 8;
+const DEFAULT_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const DEFAULT_ROUNDS: usize = 12;
 
 fn say(line: &str) {
     let mut err = std::io::stderr().lock();
@@ -51,7 +52,17 @@ struct Eb {
 impl Eb {
     async fn run(&self, sql: &str) -> Result<Vec<Row>, String> {
         if !self.self_check {
-            return run(&self.client, sql).await;
+            // A hang is reported at the statement that hangs, with the log.
+            let limit = std::time::Duration::from_secs(
+                std::env::var("DIFF_STMT_TIMEOUT_SECS")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(30),
+            );
+            return match tokio::time::timeout(limit, run(&self.client, sql)).await {
+                Ok(r) => r,
+                Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
+            };
         }
         if sql == "FLUSH" {
             return Ok(Vec::new());

@@ -364,9 +364,98 @@ impl LocalSession {
                 self.alter_system_set(&name, &value)?;
                 Ok(command("ALTER SYSTEM"))
             }
-            BoundStatement::AlterParallelism { .. }
-            | BoundStatement::Reschedule { .. }
-            | BoundStatement::DrainWorker { .. }
+            BoundStatement::AlterParallelism {
+                target,
+                parallelism,
+            } => {
+                let p: Parallelism = parallelism.into();
+                let (fragments, table, explicit) = match &target {
+                    crate::sql::bound::ParallelismTarget::Relation(r) => {
+                        let frags = self
+                            .meta
+                            .with_state(|st| st.relations.get(&r.id).map(|e| e.fragments.clone()))
+                            .ok_or_else(|| {
+                                FrontendError::new(
+                                    "42P01",
+                                    format!("relation \"{}\" does not exist", r.name),
+                                )
+                            })?;
+                        (frags, Some(r.id), false)
+                    }
+                    crate::sql::bound::ParallelismTarget::Fragment(f) => (vec![*f], None, true),
+                };
+                let plan = self.meta.plan_parallelism(&fragments, p, explicit)?;
+                let statement = match &target {
+                    crate::sql::bound::ParallelismTarget::Relation(r) => {
+                        format!(
+                            "ALTER {} {} SET PARALLELISM = {}",
+                            r.kind.name().to_uppercase(),
+                            r.name,
+                            p.display()
+                        )
+                    }
+                    crate::sql::bound::ParallelismTarget::Fragment(f) => {
+                        format!("ALTER FRAGMENT {f} SET PARALLELISM = {}", p.display())
+                    }
+                };
+                if plan.is_empty() {
+                    if let Some(t) = table {
+                        self.meta.set_parallelism(t, p);
+                    }
+                } else {
+                    self.meta
+                        .apply_reschedule(plan, &statement, table.map(|t| (t, p)))
+                        .await?;
+                }
+                Ok(command(match target {
+                    crate::sql::bound::ParallelismTarget::Relation(r) => match r.kind {
+                        RelationKind::Table => "ALTER TABLE",
+                        _ => "ALTER MATERIALIZED VIEW",
+                    },
+                    crate::sql::bound::ParallelismTarget::Fragment(_) => "ALTER FRAGMENT",
+                }))
+            }
+            BoundStatement::Reschedule { plan, dry_run } => {
+                let parsed = crate::meta::reschedule::parse_plan(&plan)?;
+                let summary = if dry_run {
+                    self.meta.preview_reschedule(&parsed)?
+                } else {
+                    self.meta
+                        .apply_reschedule(
+                            parsed,
+                            &format!("ALTER SYSTEM RESCHEDULE '{plan}'"),
+                            None,
+                        )
+                        .await?
+                };
+                if !dry_run {
+                    return Ok(command("ALTER SYSTEM"));
+                }
+                let rows = summary
+                    .fragments
+                    .iter()
+                    .map(|(f, a, r, m, u)| {
+                        vec![
+                            Some(ScalarValue::Int32(*f as i32)),
+                            Some(ScalarValue::Int32(*a as i32)),
+                            Some(ScalarValue::Int32(*r as i32)),
+                            Some(ScalarValue::Int32(*m as i32)),
+                            text(u.as_str()),
+                        ]
+                    })
+                    .collect();
+                Ok(rows_result(
+                    vec![
+                        Field::new("fragment_id", DataType::Int32),
+                        Field::new("actors_added", DataType::Int32),
+                        Field::new("actors_removed", DataType::Int32),
+                        Field::new("vnodes_moved", DataType::Int32),
+                        Field::new("units", DataType::Varchar),
+                    ],
+                    rows,
+                ))
+            }
+            BoundStatement::DrainWorker { .. }
             | BoundStatement::AddWorker { .. }
             | BoundStatement::RemoveWorker { .. } => Err(FrontendError::new(
                 "0A000",

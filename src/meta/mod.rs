@@ -11,6 +11,8 @@ pub mod catalog;
 pub mod cluster;
 pub mod fragment;
 pub mod graph;
+pub mod reschedule;
+pub mod scale;
 pub mod service;
 pub mod system;
 

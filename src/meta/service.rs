@@ -73,9 +73,43 @@ pub struct MetaState {
     next_table_id: TableId,
     next_fragment_id: FragmentId,
     next_actor_id: ActorId,
+    /// `rw_scale_history`.
+    pub scale_history: Vec<ScaleRecord>,
+}
+
+/// One scale or reschedule operation, as `rw_scale_history` shows it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ScaleRecord {
+    pub id: u32,
+    pub started_at: chrono::NaiveDateTime,
+    pub statement: String,
+    pub actors_added: u32,
+    pub actors_removed: u32,
+    pub vnodes_moved: u32,
+    pub pause_ms: f64,
+    pub total_ms: f64,
+    pub status: String,
 }
 
 impl MetaState {
+    /// Units of running workers, least loaded first (interleaved over
+    /// workers on ties).
+    pub fn placement_order(&self) -> Vec<(WorkerId, UnitId)> {
+        self.units_for_placement()
+    }
+
+    pub fn next_actor(&mut self) -> ActorId {
+        self.next_actor_id += 1;
+        self.next_actor_id
+    }
+
+    pub fn worker_of_unit(&self, unit: UnitId) -> Option<WorkerId> {
+        self.workers
+            .values()
+            .find(|w| w.units.contains(&unit))
+            .map(|w| w.id)
+    }
+
     pub fn relation_by_name(&self, name: &str) -> Option<&RelationEntry> {
         self.relations.values().find(|r| r.desc.name == name)
     }
@@ -121,7 +155,7 @@ impl MetaState {
             .sum()
     }
 
-    fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
+    pub(crate) fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
         self.workers.get(&worker).map(|w| w.node.clone())
     }
 }
@@ -151,6 +185,8 @@ struct PersistedMeta {
     next_table_id: TableId,
     next_fragment_id: FragmentId,
     next_actor_id: ActorId,
+    #[serde(default)]
+    scale_history: Vec<ScaleRecord>,
 }
 
 impl MetaState {
@@ -163,6 +199,7 @@ impl MetaState {
             next_table_id: self.next_table_id,
             next_fragment_id: self.next_fragment_id,
             next_actor_id: self.next_actor_id,
+            scale_history: self.scale_history.clone(),
         };
         bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
     }
@@ -174,6 +211,7 @@ impl MetaState {
         self.next_table_id = p.next_table_id;
         self.next_fragment_id = p.next_fragment_id;
         self.next_actor_id = p.next_actor_id;
+        self.scale_history = p.scale_history;
         // Actors placed on workers this process does not have move to the
         // units that exist, round robin.
         let units: Vec<(WorkerId, UnitId)> = self
@@ -221,10 +259,10 @@ pub struct Meta {
     barrier_tx: mpsc::UnboundedSender<BarrierCommand>,
     committed: watch::Receiver<u64>,
     /// One DDL (or scale) at a time.
-    ddl_lock: tokio::sync::Mutex<()>,
+    pub(crate) ddl_lock: tokio::sync::Mutex<()>,
     /// Held shared by DML while it routes and sends; exclusively while the
     /// layout of a table changes.
-    routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
+    pub(crate) routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
     row_id: AtomicI64,
     recoveries: AtomicI64,
     /// Test knob shared by every actor: see `inject_actor_failure`.
@@ -365,8 +403,9 @@ impl Meta {
         let _ddl = self.ddl_lock.lock().await;
         let mut routes = self.routes.write().await;
         routes.clear();
-        for n in self.nodes.read().values() {
-            n.abort_all();
+        let nodes: Vec<Arc<ComputeNode>> = self.nodes.read().values().cloned().collect();
+        for n in nodes {
+            n.abort_all_and_wait().await;
         }
         self.registry.clear();
         self.store.abort_uncommitted();
@@ -438,7 +477,7 @@ impl Meta {
 
     /// Persist the catalog with the next epoch and wait until it is
     /// committed.
-    async fn persist_catalog(&self) -> MetaResult<u64> {
+    pub(crate) async fn persist_catalog(&self) -> MetaResult<u64> {
         let snapshot = Some(self.state.lock().snapshot());
         self.barrier_with(None, vec![], vec![], vec![], snapshot)
             .await?;
@@ -446,7 +485,7 @@ impl Meta {
         self.flush().await
     }
 
-    async fn barrier_with(
+    pub(crate) async fn barrier_with(
         &self,
         mutation: Option<Mutation>,
         add_actors: Vec<ActorId>,
@@ -489,6 +528,13 @@ impl Meta {
     /// Allocate ids for a job's state tables (used by the planner).
     pub fn alloc_table_id(&self) -> TableId {
         self.state.lock().alloc_table_id()
+    }
+
+    /// Record a job's parallelism setting (when no actor has to change).
+    pub fn set_parallelism(&self, table_id: TableId, p: Parallelism) {
+        if let Some(r) = self.state.lock().relations.get_mut(&table_id) {
+            r.parallelism = p;
+        }
     }
 
     /// Whether a relation of that name exists.
@@ -829,10 +875,17 @@ impl Meta {
     /// primary key get fresh row ids. Returns once the actors have them
     /// queued (not yet committed: see `flush`).
     pub async fn write_dml(&self, table_id: TableId, chunk: StreamChunk) -> MetaResult<()> {
-        let route = self.route(table_id).await?;
-        // Hold the route shared: a scale swaps it exclusively.
-        let routes = self.routes.read().await;
-        let route = routes.get(&table_id).cloned().unwrap_or(route);
+        // Hold the route shared while sending: a scale swaps it
+        // exclusively, and a route computed before that swap must never be
+        // used after it (rows would reach actors that no longer own them).
+        let (routes, route) = loop {
+            let routes = self.routes.read().await;
+            if let Some(r) = routes.get(&table_id).cloned() {
+                break (routes, r);
+            }
+            drop(routes);
+            self.route(table_id).await?;
+        };
         let mut per_actor: HashMap<ActorId, StreamChunk> = HashMap::new();
         let mut rows = chunk.into_iter_rows().peekable();
         while let Some((op, mut row)) = rows.next() {

@@ -198,6 +198,23 @@ pub fn system_rows(st: &MetaState, name: &str) -> Vec<Row> {
                     .map(move |(v, a)| vec![int(f.id), int(v), int(a)])
             })
             .collect(),
+        "rw_scale_history" => st
+            .scale_history
+            .iter()
+            .map(|h| {
+                vec![
+                    int(h.id),
+                    Some(ScalarValue::Timestamp(h.started_at)),
+                    text(h.statement.as_str()),
+                    int(h.actors_added),
+                    int(h.actors_removed),
+                    int(h.vnodes_moved),
+                    Some(ScalarValue::float64(h.pause_ms)),
+                    Some(ScalarValue::float64(h.total_ms)),
+                    text(h.status.as_str()),
+                ]
+            })
+            .collect(),
         _ => vec![],
     }
 }

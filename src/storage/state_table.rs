@@ -92,15 +92,7 @@ impl StateTable {
     }
 
     fn key(&self, pk: &[Datum]) -> Vec<u8> {
-        let vnode = self.vnode_of_pk(pk);
-        debug_assert!(
-            self.vnodes.contains(vnode),
-            "table {} touched vnode {vnode} it does not own",
-            self.table_id
-        );
-        let mut k = vnode_prefix(self.table_id, vnode);
-        encode_key_ordered(&mut k, pk, &self.pk_desc);
-        k
+        self.key_at(self.vnode_of_pk(pk), pk)
     }
 
     fn encode_value(&self, value: &[Datum]) -> Vec<u8> {

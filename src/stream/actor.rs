@@ -51,12 +51,27 @@ pub struct Actor {
 
 impl Actor {
     pub async fn run(mut self) {
+        use futures::FutureExt;
         let id = self.actor_id;
-        match self.run_inner().await {
+        let events = self.events.clone();
+        // A panicking executor must not leave meta waiting for a barrier
+        // forever: it is reported like any other failure.
+        let result = std::panic::AssertUnwindSafe(self.run_inner())
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(StreamError::Internal(format!("actor panicked: {msg}")))
+            });
+        match result {
             Ok(()) => tracing::debug!(actor_id = id, "actor stopped"),
             Err(e) => {
                 tracing::error!(actor_id = id, error = %e, "actor failed");
-                let _ = self.events.send(ComputeEvent::Failed {
+                let _ = events.send(ComputeEvent::Failed {
                     actor_id: id,
                     error: e.to_string(),
                 });
@@ -144,15 +159,22 @@ impl Actor {
                 m.remove_inputs(&mu.removed_inputs);
             }
         }
+        // An actor added by a scale barrier takes over state (a source
+        // offset, groups, join rows) its previous owner wrote up to this
+        // barrier: it reads nothing until that epoch is committed.
+        let newly_added = matches!(barrier.mutation.as_deref(),
+            Some(Mutation::Update(u)) if u.added_actors.contains(&me));
         // 2. sources: offset commit, pause/resume
         if let ActorInput::Datagen { reader, .. } = &mut self.input {
-            reader.load()?;
             if barrier.is_pause() {
                 reader.set_paused(true);
             } else if barrier.is_resume() {
                 reader.set_paused(false);
             }
-            reader.commit(barrier.epoch.prev)?;
+            if !newly_added {
+                reader.load()?;
+                reader.commit(barrier.epoch.prev)?;
+            }
         }
         // 3. executors flush and commit, in chain order
         for i in 0..self.executors.len() {
@@ -181,6 +203,11 @@ impl Actor {
                 ex.update_vnodes(bitmap);
             }
             wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+        } else if newly_added {
+            wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+            if let ActorInput::Datagen { reader, .. } = &mut self.input {
+                reader.load()?;
+            }
         }
         for i in 0..self.executors.len() {
             let mut out = Vec::new();

@@ -99,10 +99,27 @@ impl ComputeNode {
         }
     }
 
-    /// Stop every actor at once (recovery, shutdown).
+    /// Stop every actor at once (shutdown).
     pub fn abort_all(&self) {
         for (_, h) in self.actors.lock().drain() {
             h.join.abort();
+        }
+    }
+
+    /// Stop every actor and wait until all have ended, so no event of the
+    /// old actors can arrive after this returns (recovery).
+    pub async fn abort_all_and_wait(&self) {
+        let handles: Vec<JoinHandle<()>> = self
+            .actors
+            .lock()
+            .drain()
+            .map(|(_, h)| {
+                h.join.abort();
+                h.join
+            })
+            .collect();
+        for h in handles {
+            let _ = h.await;
         }
     }
 

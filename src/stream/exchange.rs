@@ -84,15 +84,30 @@ pub struct MergeInput {
     pub rx: mpsc::Receiver<Message>,
 }
 
+/// How many messages a merge buffers from an input that already delivered
+/// the barrier being aligned, before it stops reading it.
+pub const MAX_BUFFERED_PER_INPUT: usize = 64;
+
 /// The head of an actor: reads all inputs fairly and aligns barriers.
+///
+/// An input that delivered the barrier being aligned is still read, into a
+/// buffer replayed after the alignment (up to a bound): leaving a channel
+/// unread is what makes bounded channels deadlock in the diamonds that two
+/// consecutive shuffles create (the reason Flink's barrier buffer spilled
+/// instead of blocking), while an unbounded buffer would take backpressure
+/// away from sources faster than the job.
 pub struct Merge {
     inputs: Vec<MergeInput>,
     /// Inputs that delivered the barrier being aligned.
     blocked: Vec<bool>,
+    /// Messages read from blocked inputs, in order, replayed after the
+    /// alignment.
+    buffered: Vec<std::collections::VecDeque<Message>>,
+    /// Inputs whose channel ended after their barrier (a dropped upstream).
+    ended: Vec<bool>,
+    /// Inputs added by a scale barrier: their first message must be it.
+    joining: Vec<bool>,
     pending_barrier: Option<Barrier>,
-    /// Inputs admitted at the next barrier (scaling): read only for that
-    /// barrier, then unblocked with the rest.
-    joining: Vec<MergeInput>,
     next_start: usize,
     /// The owning actor and the registry, to find inputs added by a scale
     /// barrier.
@@ -105,8 +120,10 @@ impl Merge {
         Merge {
             inputs,
             blocked: vec![false; n],
+            buffered: (0..n).map(|_| Default::default()).collect(),
+            ended: vec![false; n],
+            joining: vec![false; n],
             pending_barrier: None,
-            joining: Vec::new(),
             next_start: 0,
             owner: None,
         }
@@ -122,10 +139,12 @@ impl Merge {
         self
     }
 
-    /// Add inputs from new upstream actors; they are admitted when the
-    /// barrier they deliver first (the one carrying the change) is aligned.
-    pub fn add_joining(&mut self, input: MergeInput) {
-        self.joining.push(input);
+    fn push_input(&mut self, input: MergeInput, joining: bool) {
+        self.inputs.push(input);
+        self.blocked.push(false);
+        self.buffered.push(Default::default());
+        self.ended.push(false);
+        self.joining.push(joining);
     }
 
     /// Drop the inputs from these upstream actors (after the barrier that
@@ -139,9 +158,15 @@ impl Merge {
             {
                 self.inputs.remove(i);
                 self.blocked.remove(i);
+                self.buffered.remove(i);
+                self.ended.remove(i);
+                self.joining.remove(i);
             } else {
                 i += 1;
             }
+        }
+        if self.next_start >= self.inputs.len() {
+            self.next_start = 0;
         }
     }
 
@@ -149,9 +174,17 @@ impl Merge {
         self.inputs.len()
     }
 
-    /// The next chunk (with its input index) or the next aligned barrier.
-    pub async fn next(&mut self) -> StreamResult<(usize, Message)> {
+    /// Next raw message: replayed ones of unblocked inputs first, then the
+    /// channels (messages of blocked inputs go to their buffer).
+    async fn next_raw(&mut self) -> StreamResult<(usize, Message)> {
         loop {
+            if let Some(i) =
+                (0..self.inputs.len()).find(|&i| !self.blocked[i] && !self.buffered[i].is_empty())
+            {
+                if let Some(m) = self.buffered[i].pop_front() {
+                    return Ok((i, m));
+                }
+            }
             if self.inputs.is_empty() {
                 return Err(StreamError::Internal("actor has no inputs".into()));
             }
@@ -159,13 +192,21 @@ impl Merge {
                 let n = self.inputs.len();
                 for k in 0..n {
                     let i = (self.next_start + k) % n;
-                    if self.blocked[i] {
+                    // Past the bound a blocked input waits again: buffering
+                    // must not remove backpressure from a source that is
+                    // faster than the job.
+                    if self.ended[i]
+                        || (self.blocked[i] && self.buffered[i].len() >= MAX_BUFFERED_PER_INPUT)
+                    {
                         continue;
                     }
                     match self.inputs[i].rx.poll_recv(cx) {
                         Poll::Ready(Some(m)) => {
                             self.next_start = (i + 1) % n;
-                            return Poll::Ready(Ok((i, m)));
+                            return Poll::Ready(Ok((i, Some(m))));
+                        }
+                        Poll::Ready(None) if self.blocked[i] => {
+                            return Poll::Ready(Ok((i, None)));
                         }
                         Poll::Ready(None) => {
                             return Poll::Ready(Err(StreamError::ChannelClosed(
@@ -179,7 +220,26 @@ impl Merge {
             })
             .await?;
             match msg {
-                Message::Chunk(c) => return Ok((self.inputs[idx].input_index, Message::Chunk(c))),
+                None => self.ended[idx] = true,
+                Some(m) if self.blocked[idx] => self.buffered[idx].push_back(m),
+                Some(m) => return Ok((idx, m)),
+            }
+        }
+    }
+
+    /// The next chunk (with its input index) or the next aligned barrier.
+    pub async fn next(&mut self) -> StreamResult<(usize, Message)> {
+        loop {
+            let (idx, msg) = self.next_raw().await?;
+            match msg {
+                Message::Chunk(c) => {
+                    if self.joining[idx] {
+                        return Err(StreamError::Internal(
+                            "new input delivered data before its first barrier".into(),
+                        ));
+                    }
+                    return Ok((self.inputs[idx].input_index, Message::Chunk(c)));
+                }
                 Message::Barrier(b) => {
                     match &self.pending_barrier {
                         Some(p) if p.epoch != b.epoch => {
@@ -191,26 +251,13 @@ impl Merge {
                         Some(_) => {}
                         None => {
                             self.pending_barrier = Some(b.clone());
-                            if let (Some(Mutation::Update(u)), Some((me, reg))) =
-                                (b.mutation.as_deref(), &self.owner)
-                            {
-                                if let Some(mu) = u.merges.get(me) {
-                                    for &(index, up) in &mu.added_inputs {
-                                        let rx = reg.take_receiver(up, *me);
-                                        self.joining.push(MergeInput {
-                                            input_index: index as usize,
-                                            upstream: Some(up),
-                                            rx,
-                                        });
-                                    }
-                                }
-                            }
+                            self.add_joining_inputs(&b);
                         }
                     }
                     self.blocked[idx] = true;
+                    self.joining[idx] = false;
                     if self.blocked.iter().all(|b| *b) {
                         let barrier = self.pending_barrier.take().unwrap_or(b);
-                        self.admit_joining(&barrier).await?;
                         self.blocked.iter_mut().for_each(|b| *b = false);
                         return Ok((0, Message::Barrier(barrier)));
                     }
@@ -219,23 +266,27 @@ impl Merge {
         }
     }
 
-    /// Read the aligned barrier from every joining input, then admit them.
-    async fn admit_joining(&mut self, barrier: &Barrier) -> StreamResult<()> {
-        for mut input in std::mem::take(&mut self.joining) {
-            match input.rx.recv().await {
-                Some(Message::Barrier(b)) if b.epoch == barrier.epoch => {
-                    self.inputs.push(input);
-                    self.blocked.push(false);
+    /// A scale barrier may add upstream actors: their inputs take part in
+    /// aligning it (their first message is this barrier).
+    fn add_joining_inputs(&mut self, b: &Barrier) {
+        let Some((me, reg)) = self.owner.clone() else {
+            return;
+        };
+        if let Some(Mutation::Update(u)) = b.mutation.as_deref() {
+            if let Some(mu) = u.merges.get(&me) {
+                for &(index, up) in &mu.added_inputs {
+                    let rx = reg.take_receiver(up, me);
+                    self.push_input(
+                        MergeInput {
+                            input_index: index as usize,
+                            upstream: Some(up),
+                            rx,
+                        },
+                        true,
+                    );
                 }
-                Some(other) => {
-                    return Err(StreamError::Internal(format!(
-                        "new input delivered {other:?} before its first barrier"
-                    )))
-                }
-                None => return Err(StreamError::ChannelClosed(input.upstream)),
             }
         }
-        Ok(())
     }
 }
 

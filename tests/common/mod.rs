@@ -569,3 +569,4 @@ pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
         }
     }
 }
+pub mod sqlgen;

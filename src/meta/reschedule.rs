@@ -1,0 +1,517 @@
+//! Online scaling: applying a reschedule plan with one barrier (DESIGN §5).
+//!
+//! A plan says, per fragment, which parallel units lose their actor and
+//! which gain one. Meta checks it, computes new vnode mappings with
+//! minimal movement ([`super::scale::rebalance`]), builds the new actors
+//! idle, and injects one barrier whose `Update` mutation carries the whole
+//! change; DML to the tables involved waits (it is not refused) from just
+//! before that barrier until it is injected. The statement returns once the
+//! epoch carrying the change and the new layout is committed. A failure on
+//! the way restores the old layout, and the recovery that follows rebuilds
+//! it from the last committed epoch.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
+
+use super::fragment::{actor_desc, ActorInfo, Fragment};
+use super::graph::EdgeSpec;
+use super::scale::{rebalance, Owner};
+use super::service::{Meta, Parallelism, ScaleRecord};
+use super::{MetaError, MetaResult};
+use crate::common::Bitmap;
+use crate::meta::catalog::TableId;
+use crate::meta::cluster::UnitId;
+use crate::stream::build::SourceDesc;
+use crate::stream::compute_node::WorkerId;
+use crate::stream::message::{ActorId, DispatcherUpdate, FragmentId, Mutation, UpdateMutation};
+
+/// Units to remove from and add to one fragment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FragmentChange {
+    pub remove: Vec<UnitId>,
+    pub add: Vec<UnitId>,
+}
+
+/// What a reschedule does, per fragment (also the DRY RUN output).
+#[derive(Clone, Debug, Default)]
+pub struct ScaleSummary {
+    /// `(fragment, actors added, actors removed, vnodes moved, units)`.
+    pub fragments: Vec<(FragmentId, usize, usize, usize, String)>,
+    pub pause_ms: f64,
+    pub total_ms: f64,
+}
+
+impl Meta {
+    /// The plan that gives every hash fragment of a job `parallelism`
+    /// actors (singleton fragments keep their one actor).
+    pub fn plan_parallelism(
+        &self,
+        fragments: &[FragmentId],
+        parallelism: Parallelism,
+        explicit_fragment: bool,
+    ) -> MetaResult<BTreeMap<FragmentId, FragmentChange>> {
+        let st = self.state.lock();
+        let total = st.total_units();
+        let n = match parallelism {
+            Parallelism::Adaptive => total,
+            Parallelism::Fixed(n) => {
+                if n as usize > total {
+                    return Err(MetaError::new(
+                        "22023",
+                        format!(
+                            "parallelism {n} is above the {total} parallel units of the cluster"
+                        ),
+                    ));
+                }
+                n as usize
+            }
+        };
+        let order = st.placement_order();
+        let mut plan = BTreeMap::new();
+        for fid in fragments {
+            let f = st
+                .fragments
+                .get(fid)
+                .ok_or_else(|| MetaError::new("42704", format!("fragment {fid} does not exist")))?;
+            if f.singleton {
+                if explicit_fragment && n != 1 {
+                    return Err(MetaError::new(
+                        "0A000",
+                        format!("fragment {fid} is a singleton and always has parallelism 1; use ALTER SYSTEM RESCHEDULE to move it"),
+                    ));
+                }
+                continue;
+            }
+            let cur: Vec<UnitId> = f.actors.iter().map(|a| a.unit).collect();
+            let mut change = FragmentChange::default();
+            if n > cur.len() {
+                change.add = order
+                    .iter()
+                    .map(|(_, u)| *u)
+                    .filter(|u| !cur.contains(u))
+                    .take(n - cur.len())
+                    .collect();
+            } else if n < cur.len() {
+                // remove from the most loaded units first
+                let mut by_load: Vec<UnitId> = cur.clone();
+                by_load.sort_by_key(|u| {
+                    std::cmp::Reverse(order.iter().position(|(_, x)| x == u).unwrap_or(0))
+                });
+                change.remove = by_load.into_iter().take(cur.len() - n).collect();
+            }
+            if !change.add.is_empty() || !change.remove.is_empty() {
+                plan.insert(*fid, change);
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Check a plan against the cluster (DESIGN §5 step 1).
+    fn check_plan(&self, plan: &BTreeMap<FragmentId, FragmentChange>) -> MetaResult<()> {
+        let st = self.state.lock();
+        for (fid, ch) in plan {
+            let f = st
+                .fragments
+                .get(fid)
+                .ok_or_else(|| MetaError::new("42704", format!("fragment {fid} does not exist")))?;
+            let cur: Vec<UnitId> = f.actors.iter().map(|a| a.unit).collect();
+            for u in &ch.remove {
+                if !cur.contains(u) {
+                    return Err(MetaError::new(
+                        "22023",
+                        format!("fragment {fid} has no actor on parallel unit {u}"),
+                    ));
+                }
+            }
+            let mut seen = HashSet::new();
+            for u in &ch.add {
+                if st.worker_of_unit(*u).is_none() {
+                    return Err(MetaError::new(
+                        "22023",
+                        format!("parallel unit {u} does not exist"),
+                    ));
+                }
+                if (cur.contains(u) && !ch.remove.contains(u)) || !seen.insert(*u) {
+                    return Err(MetaError::new(
+                        "22023",
+                        format!("fragment {fid} already has an actor on parallel unit {u}"),
+                    ));
+                }
+            }
+            let after = cur.len() - ch.remove.len() + ch.add.len();
+            if after == 0 {
+                return Err(MetaError::new(
+                    "22023",
+                    format!("fragment {fid} would have no actor left"),
+                ));
+            }
+            if f.singleton && after != 1 {
+                return Err(MetaError::new(
+                    "0A000",
+                    format!("fragment {fid} is a singleton: it can be moved but must keep exactly one actor"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Dry run: what `apply_reschedule` would do.
+    pub fn preview_reschedule(
+        &self,
+        plan: &BTreeMap<FragmentId, FragmentChange>,
+    ) -> MetaResult<ScaleSummary> {
+        self.check_plan(plan)?;
+        let st = self.state.lock();
+        let mut summary = ScaleSummary::default();
+        for (fid, ch) in plan {
+            let Some(f) = st.fragments.get(fid) else {
+                continue;
+            };
+            let removed: Vec<ActorId> = f
+                .actors
+                .iter()
+                .filter(|a| ch.remove.contains(&a.unit))
+                .map(|a| a.actor_id)
+                .collect();
+            let added: Vec<(ActorId, WorkerId)> = ch
+                .add
+                .iter()
+                .enumerate()
+                .map(|(i, u)| (u32::MAX - i as u32, st.worker_of_unit(*u).unwrap_or(0)))
+                .collect();
+            let moved = if f.singleton {
+                if removed.is_empty() {
+                    0
+                } else {
+                    crate::common::VNODE_COUNT
+                }
+            } else {
+                rebalance(&owners(f), &removed, &added).1
+            };
+            summary
+                .fragments
+                .push((*fid, added.len(), removed.len(), moved, units_text(ch)));
+        }
+        Ok(summary)
+    }
+
+    /// Apply a plan online with one barrier; record it in the history.
+    pub async fn apply_reschedule(
+        &self,
+        plan: BTreeMap<FragmentId, FragmentChange>,
+        statement: &str,
+        new_parallelism: Option<(TableId, Parallelism)>,
+    ) -> MetaResult<ScaleSummary> {
+        let started = Instant::now();
+        let started_at = chrono::Utc::now().naive_utc();
+        let _ddl = self.ddl_lock.lock().await;
+        // DML waits from before the layout changes until the barrier that
+        // applies it is injected: no route to the new layout may be built
+        // (and no row sent along it) before that barrier.
+        let mut routes = self.routes.write().await;
+        self.check_plan(&plan)?;
+        let mut summary = ScaleSummary::default();
+        // 1. the new layout, and the mutation that gets there
+        let (old_fragments, mutation, descs, add_actors, add_sources, remove_actors, tables) = {
+            let mut st = self.state.lock();
+            let old_fragments = st.fragments.clone();
+            let mut added_of: HashMap<FragmentId, Vec<ActorId>> = HashMap::new();
+            let mut removed_of: HashMap<FragmentId, Vec<ActorId>> = HashMap::new();
+            let mut bitmaps: HashMap<ActorId, Bitmap> = HashMap::new();
+            for (fid, ch) in &plan {
+                let Some(f) = st.fragments.get(fid).cloned() else {
+                    continue;
+                };
+                let removed: Vec<ActorId> = f
+                    .actors
+                    .iter()
+                    .filter(|a| ch.remove.contains(&a.unit))
+                    .map(|a| a.actor_id)
+                    .collect();
+                let mut new_infos = Vec::new();
+                for u in &ch.add {
+                    let id = st.next_actor();
+                    let w = st.worker_of_unit(*u).unwrap_or(0);
+                    new_infos.push((id, w, *u));
+                }
+                let added: Vec<(ActorId, WorkerId)> =
+                    new_infos.iter().map(|(a, w, _)| (*a, *w)).collect();
+                let (new_maps, moved) = if f.singleton {
+                    let moved = if removed.is_empty() {
+                        0
+                    } else {
+                        crate::common::VNODE_COUNT
+                    };
+                    let keep: Vec<(ActorId, Bitmap)> = f
+                        .actors
+                        .iter()
+                        .filter(|a| !removed.contains(&a.actor_id))
+                        .map(|a| (a.actor_id, a.vnodes.clone()))
+                        .chain(added.iter().map(|(a, _)| (*a, Bitmap::full())))
+                        .collect();
+                    (keep, moved)
+                } else {
+                    rebalance(&owners(&f), &removed, &added)
+                };
+                let map: HashMap<ActorId, Bitmap> = new_maps.into_iter().collect();
+                let mut actors: Vec<ActorInfo> = Vec::new();
+                for a in &f.actors {
+                    if removed.contains(&a.actor_id) {
+                        continue;
+                    }
+                    let nb = map
+                        .get(&a.actor_id)
+                        .cloned()
+                        .unwrap_or_else(|| a.vnodes.clone());
+                    if nb != a.vnodes {
+                        bitmaps.insert(a.actor_id, nb.clone());
+                    }
+                    actors.push(ActorInfo {
+                        vnodes: nb,
+                        ..a.clone()
+                    });
+                }
+                for (id, w, u) in &new_infos {
+                    actors.push(ActorInfo {
+                        actor_id: *id,
+                        worker: *w,
+                        unit: *u,
+                        vnodes: map.get(id).cloned().unwrap_or_default(),
+                    });
+                }
+                summary.fragments.push((
+                    *fid,
+                    new_infos.len(),
+                    removed.len(),
+                    moved,
+                    units_text(ch),
+                ));
+                added_of.insert(*fid, new_infos.iter().map(|x| x.0).collect());
+                removed_of.insert(*fid, removed);
+                if let Some(fm) = st.fragments.get_mut(fid) {
+                    fm.actors = actors;
+                }
+            }
+            let all_added: HashSet<ActorId> = added_of.values().flatten().copied().collect();
+            let all_removed: HashSet<ActorId> = removed_of.values().flatten().copied().collect();
+            let mut update = UpdateMutation {
+                vnode_bitmaps: bitmaps,
+                dropped_actors: all_removed.clone(),
+                added_actors: all_added.clone(),
+                ..Default::default()
+            };
+            for e in st.edges.clone() {
+                // upstream actors that stay: new outputs and mapping
+                if plan.contains_key(&e.down) {
+                    let Some(down) = st.fragments.get(&e.down) else {
+                        continue;
+                    };
+                    let new_mapping = match e.spec {
+                        EdgeSpec::Hash(_) => Some(down.mapping()),
+                        _ => None,
+                    };
+                    let upd = DispatcherUpdate {
+                        downstream_fragment: e.down,
+                        added_outputs: added_of.get(&e.down).cloned().unwrap_or_default(),
+                        removed_outputs: removed_of.get(&e.down).cloned().unwrap_or_default(),
+                        new_mapping,
+                    };
+                    if let Some(up) = st.fragments.get(&e.up) {
+                        for a in &up.actors {
+                            if !all_added.contains(&a.actor_id) {
+                                update
+                                    .dispatchers
+                                    .entry(a.actor_id)
+                                    .or_default()
+                                    .push(upd.clone());
+                            }
+                        }
+                    }
+                }
+                // downstream actors that stay: new inputs
+                if plan.contains_key(&e.up) {
+                    if let Some(down) = st.fragments.get(&e.down) {
+                        let added: Vec<(u32, ActorId)> = added_of
+                            .get(&e.up)
+                            .map(|v| v.iter().map(|a| (e.input_index as u32, *a)).collect())
+                            .unwrap_or_default();
+                        let removed = removed_of.get(&e.up).cloned().unwrap_or_default();
+                        for a in &down.actors {
+                            if all_added.contains(&a.actor_id) {
+                                continue;
+                            }
+                            let m = update.merges.entry(a.actor_id).or_default();
+                            m.added_inputs.extend(added.iter().copied());
+                            m.removed_inputs.extend(removed.iter().copied());
+                        }
+                    }
+                }
+            }
+            let mut descs: Vec<(WorkerId, crate::stream::build::ActorDesc)> = Vec::new();
+            let mut add_sources = Vec::new();
+            let mut tables = Vec::new();
+            for fid in plan.keys() {
+                let Some(f) = st.fragments.get(fid) else {
+                    continue;
+                };
+                if !matches!(f.source, SourceDesc::None) {
+                    tables.push(f.table_id);
+                }
+                for a in &f.actors {
+                    if all_added.contains(&a.actor_id) {
+                        if !matches!(f.source, SourceDesc::None) {
+                            add_sources.push((a.worker, a.actor_id));
+                        }
+                        descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges, false)));
+                    }
+                }
+            }
+            if let Some((t, p)) = new_parallelism {
+                if let Some(r) = st.relations.get_mut(&t) {
+                    r.parallelism = p;
+                }
+            }
+            (
+                old_fragments,
+                Mutation::Update(update),
+                descs,
+                all_added.into_iter().collect::<Vec<_>>(),
+                add_sources,
+                all_removed.into_iter().collect::<Vec<_>>(),
+                tables,
+            )
+        };
+        // 2. build the new actors idle
+        {
+            let st = self.state.lock();
+            let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
+            for (w, d) in descs {
+                per_worker.entry(w).or_default().push(d);
+            }
+            for (w, ds) in per_worker {
+                if let Some(n) = st.node(w) {
+                    n.build_actors(&ds);
+                }
+            }
+        }
+        // 3. one barrier; DML to the tables involved waits meanwhile
+        let pause = Instant::now();
+        for t in &tables {
+            routes.remove(t);
+        }
+        let snapshot = Some(self.state.lock().snapshot());
+        let result = self
+            .barrier_with(
+                Some(mutation),
+                add_actors,
+                add_sources,
+                remove_actors.clone(),
+                snapshot,
+            )
+            .await;
+        drop(routes);
+        summary.pause_ms = pause.elapsed().as_secs_f64() * 1000.0;
+        let ok = result.is_ok();
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "reschedule failed; restoring the old layout");
+            self.state.lock().fragments = old_fragments;
+        } else {
+            let st = self.state.lock();
+            for (w, n) in st.workers.iter().map(|(w, x)| (*w, x.node.clone())) {
+                let _ = w;
+                n.forget_actors(&remove_actors);
+            }
+        }
+        summary.total_ms = started.elapsed().as_secs_f64() * 1000.0;
+        {
+            let mut st = self.state.lock();
+            let id = st.scale_history.len() as u32 + 1;
+            st.scale_history.push(ScaleRecord {
+                id,
+                started_at,
+                statement: statement.to_string(),
+                actors_added: summary.fragments.iter().map(|f| f.1 as u32).sum(),
+                actors_removed: summary.fragments.iter().map(|f| f.2 as u32).sum(),
+                vnodes_moved: summary.fragments.iter().map(|f| f.3 as u32).sum(),
+                pause_ms: summary.pause_ms,
+                total_ms: summary.total_ms,
+                status: if ok { "succeeded" } else { "failed" }.into(),
+            });
+        }
+        drop(_ddl);
+        result?;
+        // The epoch with the change (and the new layout) is committed by
+        // the next barrier; history goes with it.
+        self.persist_catalog().await?;
+        Ok(summary)
+    }
+}
+
+fn owners(f: &Fragment) -> Vec<Owner> {
+    f.actors
+        .iter()
+        .map(|a| Owner {
+            actor: a.actor_id,
+            worker: a.worker,
+            vnodes: a.vnodes.clone(),
+        })
+        .collect()
+}
+
+fn units_text(ch: &FragmentChange) -> String {
+    let fmt = |v: &[UnitId]| {
+        v.iter()
+            .map(|u| u.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match (ch.remove.is_empty(), ch.add.is_empty()) {
+        (false, false) => format!("-[{}]+[{}]", fmt(&ch.remove), fmt(&ch.add)),
+        (false, true) => format!("-[{}]", fmt(&ch.remove)),
+        (true, false) => format!("+[{}]", fmt(&ch.add)),
+        (true, true) => String::new(),
+    }
+}
+
+/// Parse `'3-[1,2]+[5]; 4+[6]'` (DESIGN §6).
+pub fn parse_plan(text: &str) -> MetaResult<BTreeMap<FragmentId, FragmentChange>> {
+    let bad = |m: String| MetaError::new("42601", format!("invalid reschedule plan: {m}"));
+    let mut plan = BTreeMap::new();
+    for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let digits: String = item.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let fid: FragmentId = digits
+            .parse()
+            .map_err(|_| bad(format!("\"{item}\" does not start with a fragment id")))?;
+        let mut rest = item[digits.len()..].trim();
+        let mut change = FragmentChange::default();
+        while !rest.is_empty() {
+            let sign = rest.as_bytes()[0];
+            let body = rest[1..].trim_start();
+            if !(sign == b'-' || sign == b'+') || !body.starts_with('[') {
+                return Err(bad(format!("expected -[units] or +[units] in \"{item}\"")));
+            }
+            let end = body
+                .find(']')
+                .ok_or_else(|| bad(format!("missing ] in \"{item}\"")))?;
+            let units: Vec<UnitId> = body[1..end]
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse().map_err(|_| bad(format!("bad unit id \"{s}\""))))
+                .collect::<MetaResult<_>>()?;
+            if sign == b'-' {
+                change.remove.extend(units);
+            } else {
+                change.add.extend(units);
+            }
+            rest = body[end + 1..].trim_start();
+        }
+        if plan.insert(fid, change).is_some() {
+            return Err(bad(format!("fragment {fid} appears twice")));
+        }
+    }
+    if plan.is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    Ok(plan)
+}
