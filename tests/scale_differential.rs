@@ -41,7 +41,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use tokio_postgres::Client;
 
-use common::sqlgen::{minus, multiset, run, Gen, MVS, TABLES};
+use common::rows::{minus, multiset, run};
+use common::workload::{Gen, MVS, TABLES};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
 
 const DEFAULT_SEEDS: &[u64] = &[11, 12];

@@ -569,4 +569,3 @@ pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
         }
     }
 }
-pub mod sqlgen;
