@@ -417,22 +417,25 @@ impl SeedRun {
                 ));
             }
         }
-        // The unbounded source resumed.
-        let before = self.gen_seq_seen;
+        // The unbounded source resumed: it grows beyond what it had at
+        // the restart, and FLUSH makes it visible.
+        let before = cell_i64(&self.must(eb, "SELECT max(id) FROM gen_seq").await?);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let rows = self.must(eb, "SELECT max(id) FROM gen_seq").await?;
-            let now = cell_i64(&rows);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.must(eb, "FLUSH").await?;
+            let now = cell_i64(&self.must(eb, "SELECT max(id) FROM gen_seq").await?);
             self.gen_seq_seen = self.gen_seq_seen.max(now);
             if now > before {
                 break;
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "gen_seq did not grow within 10 s of the restart (max id {now})"
+                    "gen_seq did not grow within 10 s of the restart although FLUSH returns \
+                     (max id {now}): the restarted server commits epochs but its sources \
+                     produce nothing"
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         for (name, def) in DATAGEN_MVS {
             check_growing_mv(eb, name, def).await?;
@@ -578,14 +581,18 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
         // The bounded source ends with exactly its rows.
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
+            st.must(&eb, "FLUSH").await?;
             let rows = st.must(&eb, "SELECT count(*) FROM gen_bounded").await?;
             let n = cell_i64(&rows);
             if n == BOUNDED_ROWS {
                 break;
             }
             if Instant::now() > deadline {
+                let seq = st.must(&eb, "SELECT max(id) FROM gen_seq").await?;
                 return Err(format!(
-                    "gen_bounded has {n} rows 20 s after the last restart, not {BOUNDED_ROWS}"
+                    "gen_bounded has {n} rows 20 s after the last restart, not {BOUNDED_ROWS} \
+                     (FLUSH returns; gen_seq max id {})",
+                    cell_i64(&seq)
                 ));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

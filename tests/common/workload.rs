@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rust_decimal::Decimal;
 use tokio_postgres::Client;
 
-use super::rows::{diff_report, multiset, run, Multiset};
+use super::rows::{diff_report, minus, multiset, run, Multiset};
 
 pub const TABLES: &[&str] = &[
     "CREATE TABLE t1 (id int PRIMARY KEY, k int, v bigint, s varchar, n numeric, b boolean)",
@@ -561,9 +561,17 @@ impl Mirror {
                         diff_report(&full, &recovered, 15)
                     );
                 }
-                let _ = writeln!(what, "uncertain statements on {t}:");
+                let _ = writeln!(
+                    what,
+                    "uncertain statements on {t} (with how much of each is in the recovered \
+                     table; a statement partly there was applied in part):"
+                );
                 for s in &all {
-                    let _ = writeln!(what, "    {s};");
+                    let _ = writeln!(
+                        what,
+                        "    {s};\n      -> {}",
+                        self.presence(t, s, &base, &recovered).await?
+                    );
                 }
                 return Err(what);
             };
@@ -581,6 +589,41 @@ impl Mirror {
         self.apply(&kept).await?;
         self.uncertain.clear();
         Ok(summary.join(", "))
+    }
+
+    /// How much of one statement's effect on the acknowledged state
+    /// `base` is in `recovered`: of the rows it adds, how many are there;
+    /// of the rows it removes, how many are gone.
+    async fn presence(
+        &self,
+        table: &str,
+        stmt: &str,
+        base: &Multiset,
+        recovered: &Multiset,
+    ) -> Result<String, String> {
+        let Some(after) = self.candidate(table, &[stmt]).await? else {
+            return Ok("PostgreSQL refuses it on the acknowledged state".into());
+        };
+        let added = minus(&after, base);
+        let removed = minus(base, &after);
+        let text = |m: &Multiset| {
+            let mut keys = std::collections::BTreeSet::new();
+            for (row, n) in m {
+                if *n > 0 {
+                    keys.insert(row.join(" | "));
+                }
+            }
+            keys
+        };
+        let rec = text(recovered);
+        let added_there = added.iter().filter(|r| rec.contains(*r)).count();
+        let removed_gone = removed.iter().filter(|r| !rec.contains(*r)).count();
+        Ok(format!(
+            "adds {} rows, {added_there} of them recovered; removes {} rows, {removed_gone} of \
+             them gone",
+            added.len(),
+            removed.len()
+        ))
     }
 
     /// Every MV in ebbflow equals its definition re-run as a batch SELECT
