@@ -536,9 +536,9 @@ impl LocalSession {
                 format!("cannot change materialized view \"{}\"", table.name),
             ));
         }
-        for part in chunk_parts(chunk) {
-            self.meta.write_dml(table.id, part).await?;
-        }
+        self.meta
+            .write_dml_statement(table.id, chunk_parts(chunk))
+            .await?;
         if self.vars.lock().implicit_flush {
             self.meta.flush().await?;
         }

@@ -60,9 +60,13 @@ pub struct BarrierManager {
     /// flushes wait, mutations are refused.
     failed: bool,
     deferred: Vec<BarrierCommand>,
+    /// Held exclusively while a barrier is injected, shared by each DML
+    /// statement while it sends: a statement never straddles two epochs.
+    dml_gate: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl BarrierManager {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Arc<dyn StateStore>,
         nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
@@ -71,6 +75,7 @@ impl BarrierManager {
         committed: watch::Sender<u64>,
         interval: Duration,
         recovery: mpsc::UnboundedSender<String>,
+        dml_gate: Arc<tokio::sync::RwLock<()>>,
     ) -> Self {
         let epoch = store.committed_epoch();
         BarrierManager {
@@ -86,6 +91,7 @@ impl BarrierManager {
             recovery,
             failed: false,
             deferred: Vec::new(),
+            dml_gate,
         }
     }
 
@@ -216,8 +222,11 @@ impl BarrierManager {
                 .filter_map(|(w, actors)| n.get(&w).map(|node| (node.clone(), actors)))
                 .collect()
         };
-        for (node, actors) in nodes {
-            node.inject_barrier(&barrier, &actors).await;
+        {
+            let _gate = self.dml_gate.write().await;
+            for (node, actors) in nodes {
+                node.inject_barrier(&barrier, &actors).await;
+            }
         }
         // collect
         let mut failure = None;

@@ -267,6 +267,8 @@ pub struct Meta {
     recoveries: AtomicI64,
     /// Test knob shared by every actor: see `inject_actor_failure`.
     fault: Arc<std::sync::atomic::AtomicU32>,
+    /// See `BarrierManager::dml_gate`.
+    dml_gate: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// Runs a recovery whenever the barrier manager reports a failure.
@@ -347,6 +349,7 @@ impl Meta {
         }
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
         let (recovery_tx, recovery_rx) = mpsc::unbounded_channel();
+        let dml_gate = Arc::new(tokio::sync::RwLock::new(()));
         let manager = BarrierManager::new(
             store.clone(),
             nodes.clone(),
@@ -355,6 +358,7 @@ impl Meta {
             committed_tx,
             config.barrier_interval,
             recovery_tx,
+            dml_gate.clone(),
         );
         tokio::spawn(manager.run());
         let now_micros = chrono::Utc::now().timestamp_micros();
@@ -371,6 +375,7 @@ impl Meta {
             row_id: AtomicI64::new(now_micros << 10),
             recoveries: AtomicI64::new(0),
             fault,
+            dml_gate,
         });
         tokio::spawn(recovery_loop(Arc::downgrade(&meta), recovery_rx));
         meta
@@ -882,6 +887,20 @@ impl Meta {
     /// primary key get fresh row ids. Returns once the actors have them
     /// queued (not yet committed: see `flush`).
     pub async fn write_dml(&self, table_id: TableId, chunk: StreamChunk) -> MetaResult<()> {
+        self.write_dml_statement(table_id, std::iter::once(chunk))
+            .await
+    }
+
+    /// Send all changes of one statement. They land in one epoch: the
+    /// barrier manager injects under the exclusive DML gate, and the
+    /// statement holds it shared while it sends. Lock order: routes, then
+    /// gate (a reschedule holds the routes exclusively while its barrier is
+    /// injected under the gate).
+    pub async fn write_dml_statement(
+        &self,
+        table_id: TableId,
+        parts: impl IntoIterator<Item = StreamChunk>,
+    ) -> MetaResult<()> {
         // Hold the route shared while sending: a scale swaps it
         // exclusively, and a route computed before that swap must never be
         // used after it (rows would reach actors that no longer own them).
@@ -893,6 +912,16 @@ impl Meta {
             drop(routes);
             self.route(table_id).await?;
         };
+        let gate = self.dml_gate.read().await;
+        for chunk in parts {
+            self.send_dml(&route, chunk).await?;
+        }
+        drop(gate);
+        drop(routes);
+        Ok(())
+    }
+
+    async fn send_dml(&self, route: &TableRoute, chunk: StreamChunk) -> MetaResult<()> {
         let mut per_actor: HashMap<ActorId, StreamChunk> = HashMap::new();
         let mut rows = chunk.into_iter_rows().peekable();
         while let Some((op, mut row)) = rows.next() {
@@ -925,7 +954,6 @@ impl Meta {
                 .await
                 .map_err(|_| MetaError::internal("table actor is gone"))?;
         }
-        drop(routes);
         Ok(())
     }
 
