@@ -176,8 +176,14 @@ impl Actor {
                 reader.commit(barrier.epoch.prev)?;
             }
         }
-        // 3. executors flush and commit, in chain order
+        // 3. executors flush and commit, in chain order. An actor added by
+        // this barrier has processed nothing yet and must not read state
+        // (a global aggregate or top-N loads its state at a barrier) before
+        // the previous owner's last epoch is committed: it skips this step.
         for i in 0..self.executors.len() {
+            if newly_added {
+                break;
+            }
             let mut out = Vec::new();
             self.executors[i]
                 .process_barrier(&barrier, &mut out)
