@@ -46,7 +46,7 @@ use common::workload::{Gen, MVS, TABLES};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
 
 const DEFAULT_SEEDS: &[u64] = &[11, 12];
-const DEFAULT_OPS: usize = 200;
+const DEFAULT_OPS: usize = 220;
 const CHECK_EVERY: usize = 20;
 const UNITS: u32 = 4;
 const DATAGEN_ROWS: i64 = 40_000;
@@ -844,7 +844,6 @@ async fn seed_body(
 }
 
 #[test]
-#[ignore = "known failures under concurrent rescaling (issue 4, see the closing note); run with --ignored"]
 fn scale_under_load_against_postgres() {
     if !common::postgres_available() {
         let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
