@@ -13,7 +13,7 @@ use super::message::{
 };
 use super::{StreamError, StreamResult};
 use crate::common::encoding::vnode_of;
-use crate::common::{Op, StreamChunk};
+use crate::common::{Op, Row, StreamChunk};
 
 /// Capacity of an actor-to-actor channel, in messages.
 pub const CHANNEL_CAPACITY: usize = 16;
@@ -353,22 +353,23 @@ impl Dispatcher {
                 let index_of = |actor: ActorId| self.outputs.iter().position(|o| o.actor == actor);
                 let mut rows = chunk.into_iter_rows().peekable();
                 while let Some((op, row)) = rows.next() {
-                    let target = mapping[vnode_of(&row, dist_key) as usize];
-                    let Some(t) = index_of(target) else {
-                        return Err(StreamError::Internal(format!(
-                            "vnode mapped to actor {target} which is not an output"
-                        )));
+                    let output_of = |row: &Row| {
+                        let target = mapping[vnode_of(row, dist_key) as usize];
+                        index_of(target).ok_or_else(|| {
+                            StreamError::Internal(format!(
+                                "vnode mapped to actor {target} which is not an output"
+                            ))
+                        })
                     };
+                    let t = output_of(&row)?;
                     if op == Op::UpdateDelete {
                         if let Some((Op::UpdateInsert, next)) = rows.peek() {
-                            let t2 = index_of(mapping[vnode_of(next, dist_key) as usize]);
-                            if t2 != Some(t) {
+                            let t2 = output_of(next)?;
+                            if t2 != t {
                                 // The pair is split over actors: plain delete + insert.
                                 per_output[t].push(Op::Delete, row);
                                 if let Some((_, next)) = rows.next() {
-                                    if let Some(t2) = t2 {
-                                        per_output[t2].push(Op::Insert, next);
-                                    }
+                                    per_output[t2].push(Op::Insert, next);
                                 }
                                 continue;
                             }
