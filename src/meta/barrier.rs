@@ -19,8 +19,9 @@ use crate::stream::actor::ComputeEvent;
 use crate::stream::compute_node::{ComputeNode, WorkerId};
 use crate::stream::message::{ActorId, Barrier, Epoch, Mutation};
 
-/// A request for a barrier now.
-pub struct BarrierCommand {
+/// What one barrier carries and changes.
+#[derive(Default)]
+pub struct BarrierSpec {
     pub mutation: Option<Mutation>,
     /// Actors that start collecting from this barrier on.
     pub add_actors: Vec<ActorId>,
@@ -28,11 +29,30 @@ pub struct BarrierCommand {
     pub add_sources: Vec<(WorkerId, ActorId)>,
     /// Actors that stop after this barrier.
     pub remove_actors: Vec<ActorId>,
+    /// The serialized catalog to commit with this barrier's new epoch.
+    pub meta_snapshot: Option<bytes::Bytes>,
+    /// Told once the barrier is injected into every source (before it is
+    /// collected and committed).
+    pub injected: Option<oneshot::Sender<()>>,
+}
+
+impl BarrierSpec {
+    fn is_plain(&self) -> bool {
+        self.mutation.is_none()
+            && self.meta_snapshot.is_none()
+            && self.add_actors.is_empty()
+            && self.add_sources.is_empty()
+            && self.remove_actors.is_empty()
+            && self.injected.is_none()
+    }
+}
+
+/// A request for a barrier now.
+pub struct BarrierCommand {
+    pub spec: BarrierSpec,
     /// After a recovery: the complete sets of actors and sources of the
     /// rebuilt cluster, replacing the old ones.
     pub reset: Option<ResetInfo>,
-    /// The serialized catalog to commit with this barrier's new epoch.
-    pub meta_snapshot: Option<bytes::Bytes>,
     /// Answered with the epoch the barrier closed, once it is committed.
     pub done: oneshot::Sender<Result<u64, String>>,
 }
@@ -105,7 +125,7 @@ impl BarrierManager {
             self.sources = reset.sources.into_iter().map(|(w, a)| (a, w)).collect();
             self.epoch = self.epoch.max(self.store.committed_epoch());
             self.failed = false;
-            let r = self.one_barrier(None, &[], &[], &[], None).await;
+            let r = self.one_barrier(BarrierSpec::default()).await;
             let _ = c.done.send(r.clone());
             for d in std::mem::take(&mut self.deferred) {
                 let _ = d.done.send(r.clone());
@@ -160,7 +180,7 @@ impl BarrierManager {
             }
             // A plain barrier first if a mutation was queued behind flushes.
             if !waiters.is_empty() || cmd.is_none() {
-                let r = self.one_barrier(None, &[], &[], &[], None).await;
+                let r = self.one_barrier(BarrierSpec::default()).await;
                 for w in waiters.drain(..) {
                     let _ = w.send(r.clone());
                 }
@@ -170,28 +190,21 @@ impl BarrierManager {
                 self.while_failed(c).await;
             }
             if let Some(c) = cmd {
-                let r = self
-                    .one_barrier(
-                        c.mutation,
-                        &c.add_actors,
-                        &c.add_sources,
-                        &c.remove_actors,
-                        c.meta_snapshot,
-                    )
-                    .await;
+                let r = self.one_barrier(c.spec).await;
                 let _ = c.done.send(r);
             }
         }
     }
 
-    async fn one_barrier(
-        &mut self,
-        mutation: Option<Mutation>,
-        add_actors: &[ActorId],
-        add_sources: &[(WorkerId, ActorId)],
-        remove_actors: &[ActorId],
-        meta_snapshot: Option<bytes::Bytes>,
-    ) -> Result<u64, String> {
+    async fn one_barrier(&mut self, spec: BarrierSpec) -> Result<u64, String> {
+        let BarrierSpec {
+            mutation,
+            add_actors,
+            add_sources,
+            remove_actors,
+            meta_snapshot,
+            injected,
+        } = spec;
         let prev = self.epoch;
         let curr = prev + 1;
         self.epoch = curr;
@@ -207,7 +220,7 @@ impl BarrierManager {
         };
         self.actors.extend(add_actors.iter().copied());
         for (w, a) in add_sources {
-            self.sources.insert(*a, *w);
+            self.sources.insert(a, w);
         }
         let mut pending: HashSet<ActorId> = self.actors.clone();
         // inject
@@ -228,6 +241,9 @@ impl BarrierManager {
                 node.inject_barrier(&barrier, &actors).await;
             }
         }
+        if let Some(tx) = injected {
+            let _ = tx.send(());
+        }
         // collect
         let mut failure = None;
         while !pending.is_empty() {
@@ -245,7 +261,7 @@ impl BarrierManager {
                 None => return Err("compute nodes are gone".into()),
             }
         }
-        for a in remove_actors {
+        for a in &remove_actors {
             self.actors.remove(a);
             self.sources.remove(a);
         }
@@ -280,10 +296,5 @@ impl BarrierManager {
 }
 
 fn is_plain(c: &BarrierCommand) -> bool {
-    c.mutation.is_none()
-        && c.reset.is_none()
-        && c.meta_snapshot.is_none()
-        && c.add_actors.is_empty()
-        && c.add_sources.is_empty()
-        && c.remove_actors.is_empty()
+    c.reset.is_none() && c.spec.is_plain()
 }

@@ -13,6 +13,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
+use tokio::sync::oneshot;
+
+use super::barrier::BarrierSpec;
 use super::fragment::{actor_desc, ActorInfo, Fragment};
 use super::graph::EdgeSpec;
 use super::scale::{rebalance, Owner};
@@ -394,22 +397,31 @@ impl Meta {
                 }
             }
         }
-        // 3. one barrier; DML to the tables involved waits meanwhile
+        // 3. one barrier. DML to the tables involved waits until it is
+        // injected (new table actors hold what arrives after it until the
+        // previous epoch is committed); the affected actors resume once
+        // the epoch it closes is committed, when this returns.
         let pause = Instant::now();
         for t in &tables {
             routes.remove(t);
         }
-        let snapshot = Some(self.state.lock().snapshot());
-        let result = self
-            .barrier_with(
-                Some(mutation),
-                add_actors,
-                add_sources,
-                remove_actors.clone(),
-                snapshot,
-            )
-            .await;
-        drop(routes);
+        let (injected_tx, injected_rx) = oneshot::channel();
+        let barrier = self.barrier_with(BarrierSpec {
+            mutation: Some(mutation),
+            add_actors,
+            add_sources,
+            remove_actors: remove_actors.clone(),
+            meta_snapshot: Some(self.state.lock().snapshot()),
+            injected: Some(injected_tx),
+        });
+        tokio::pin!(barrier);
+        let result = tokio::select! {
+            r = &mut barrier => r,
+            _ = injected_rx => {
+                drop(routes);
+                barrier.await
+            }
+        };
         summary.pause_ms = pause.elapsed().as_secs_f64() * 1000.0;
         let ok = result.is_ok();
         if let Err(e) = &result {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::barrier::{BarrierCommand, BarrierManager, ResetInfo};
+use super::barrier::{BarrierCommand, BarrierManager, BarrierSpec, ResetInfo};
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use super::cluster::{UnitId, Worker, WorkerState};
 use super::fragment::{actor_desc, dispatcher_desc, even_bitmaps, ActorInfo, Edge, Fragment};
@@ -447,12 +447,8 @@ impl Meta {
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {
-                mutation: None,
-                add_actors: vec![],
-                add_sources: vec![],
-                remove_actors: vec![],
+                spec: BarrierSpec::default(),
                 reset: Some(ResetInfo { actors, sources }),
-                meta_snapshot: None,
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
@@ -468,6 +464,8 @@ impl Meta {
         *self.committed.borrow()
     }
 
+    /// A barrier with `mutation`; the catalog is committed with it when
+    /// there is a mutation.
     async fn barrier(
         &self,
         mutation: Option<Mutation>,
@@ -475,38 +473,38 @@ impl Meta {
         add_sources: Vec<(WorkerId, ActorId)>,
         remove_actors: Vec<ActorId>,
     ) -> MetaResult<u64> {
-        let snapshot = mutation.as_ref().map(|_| self.state.lock().snapshot());
-        self.barrier_with(mutation, add_actors, add_sources, remove_actors, snapshot)
-            .await
+        let meta_snapshot = mutation.as_ref().map(|_| self.state.lock().snapshot());
+        self.barrier_with(BarrierSpec {
+            mutation,
+            add_actors,
+            add_sources,
+            remove_actors,
+            meta_snapshot,
+            injected: None,
+        })
+        .await
     }
 
     /// Persist the catalog with the next epoch and wait until it is
     /// committed.
     pub(crate) async fn persist_catalog(&self) -> MetaResult<u64> {
-        let snapshot = Some(self.state.lock().snapshot());
-        self.barrier_with(None, vec![], vec![], vec![], snapshot)
-            .await?;
+        let meta_snapshot = Some(self.state.lock().snapshot());
+        self.barrier_with(BarrierSpec {
+            meta_snapshot,
+            ..Default::default()
+        })
+        .await?;
         // The snapshot was written at the barrier's new epoch: commit it.
         self.flush().await
     }
 
-    pub(crate) async fn barrier_with(
-        &self,
-        mutation: Option<Mutation>,
-        add_actors: Vec<ActorId>,
-        add_sources: Vec<(WorkerId, ActorId)>,
-        remove_actors: Vec<ActorId>,
-        meta_snapshot: Option<bytes::Bytes>,
-    ) -> MetaResult<u64> {
+    /// Run one barrier; returns the epoch it closed, once committed.
+    pub(crate) async fn barrier_with(&self, spec: BarrierSpec) -> MetaResult<u64> {
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {
-                mutation,
-                add_actors,
-                add_sources,
-                remove_actors,
+                spec,
                 reset: None,
-                meta_snapshot,
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
