@@ -214,6 +214,10 @@ impl Meta {
         let mut routes = self.routes.write().await;
         self.check_plan(&plan)?;
         let mut summary = ScaleSummary::default();
+        let old_parallelism = new_parallelism.as_ref().and_then(|(t, _)| {
+            let st = self.state.lock();
+            st.relations.get(t).map(|r| (*t, r.parallelism))
+        });
         // 1. the new layout, and the mutation that gets there
         let (old_fragments, mutation, descs, add_actors, add_sources, remove_actors, tables) = {
             let mut st = self.state.lock();
@@ -426,7 +430,13 @@ impl Meta {
         let ok = result.is_ok();
         if let Err(e) = &result {
             tracing::error!(error = %e, "reschedule failed; restoring the old layout");
-            self.state.lock().fragments = old_fragments;
+            let mut st = self.state.lock();
+            st.fragments = old_fragments;
+            if let Some((t, p)) = old_parallelism {
+                if let Some(r) = st.relations.get_mut(&t) {
+                    r.parallelism = p;
+                }
+            }
         } else {
             let st = self.state.lock();
             for (w, n) in st.workers.iter().map(|(w, x)| (*w, x.node.clone())) {

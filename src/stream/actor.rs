@@ -118,15 +118,7 @@ impl Actor {
         input: usize,
         chunks: Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        use std::sync::atomic::Ordering;
-        if self.fault.load(Ordering::Relaxed) == self.fragment_id
-            && self
-                .fault
-                .compare_exchange(self.fragment_id, 0, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        {
-            return Err(StreamError::Internal("injected actor failure".into()));
-        }
+        self.take_fault()?;
         let mut cur = chunks;
         let mut inp = input;
         for ex in &mut self.executors[start..] {
@@ -148,6 +140,20 @@ impl Actor {
         Ok(())
     }
 
+    /// Fails once if the test fault names this actor's fragment.
+    fn take_fault(&self) -> StreamResult<()> {
+        use std::sync::atomic::Ordering;
+        if self.fault.load(Ordering::Relaxed) == self.fragment_id
+            && self
+                .fault
+                .compare_exchange(self.fragment_id, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            return Err(StreamError::Internal("injected actor failure".into()));
+        }
+        Ok(())
+    }
+
     /// Returns whether the actor must stop.
     async fn handle_barrier(&mut self, barrier: Barrier) -> StreamResult<bool> {
         let me = self.actor_id;
@@ -164,6 +170,11 @@ impl Actor {
         // barrier: it reads nothing until that epoch is committed.
         let newly_added = matches!(barrier.mutation.as_deref(),
             Some(Mutation::Update(u)) if u.added_actors.contains(&me));
+        if newly_added {
+            // The test fault also fails a new actor at its first barrier:
+            // a scale that fails mid-way.
+            self.take_fault()?;
+        }
         // 2. sources: offset commit, pause/resume
         if let ActorInput::Datagen { reader, .. } = &mut self.input {
             if barrier.is_pause() {
