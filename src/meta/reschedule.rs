@@ -130,7 +130,7 @@ impl Meta {
             for u in &ch.add {
                 if st.worker_of_unit(*u).is_none() {
                     return Err(MetaError::new(
-                        "22023",
+                        "42704",
                         format!("parallel unit {u} does not exist"),
                     ));
                 }

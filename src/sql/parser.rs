@@ -141,7 +141,7 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             p.next_token();
             let fragment_id = parse_u32(p, "fragment id")?;
             expect_words(p, &["SET", "PARALLELISM"])?;
-            let parallelism = parse_parallelism(p)?;
+            let parallelism = parse_parallelism(p, false)?;
             Ok(Some(Statement::AlterFragmentParallelism {
                 fragment_id,
                 parallelism,
@@ -171,7 +171,7 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             let Some((materialized_view, name)) = prefix else {
                 return Ok(None);
             };
-            let parallelism = parse_parallelism(p)?;
+            let parallelism = parse_parallelism(p, true)?;
             Ok(Some(Statement::AlterRelationParallelism {
                 materialized_view,
                 name: object_name_to_string(&name),
@@ -285,8 +285,9 @@ fn parse_alter_system(p: &mut Parser) -> SqlResult<Statement> {
     }
 }
 
-/// `{= | TO} {n | ADAPTIVE | 0}` after `SET PARALLELISM`.
-fn parse_parallelism(p: &mut Parser) -> SqlResult<ParallelismSpec> {
+/// `{= | TO} {n | ADAPTIVE | 0}` after `SET PARALLELISM` (`0` means
+/// ADAPTIVE for a table or MV; a fragment takes `n ≥ 1` or ADAPTIVE).
+fn parse_parallelism(p: &mut Parser, zero_is_adaptive: bool) -> SqlResult<ParallelismSpec> {
     if !p.consume_token(&Token::Eq) && !p.parse_keyword(Keyword::TO) {
         return Err(SqlError::syntax(format!(
             "expected = or TO after SET PARALLELISM, found \"{}\"",
@@ -298,7 +299,11 @@ fn parse_parallelism(p: &mut Parser) -> SqlResult<ParallelismSpec> {
             Ok(ParallelismSpec::Adaptive)
         }
         Token::Number(n, _) => match n.parse::<u32>() {
-            Ok(0) => Ok(ParallelismSpec::Adaptive),
+            Ok(0) if zero_is_adaptive => Ok(ParallelismSpec::Adaptive),
+            Ok(0) => Err(SqlError::new(
+                "22023",
+                "parallelism of a fragment must be at least 1 (or ADAPTIVE)",
+            )),
             Ok(v) => Ok(ParallelismSpec::Fixed(v)),
             Err(_) => Err(SqlError::new(
                 "22023",
