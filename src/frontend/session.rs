@@ -1,6 +1,6 @@
 //! A client session: runs statements against meta and the batch engine.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -10,7 +10,7 @@ use super::{FrontendError, Session, SessionFactory, StatementResult};
 use crate::batch::{self, BatchError, ScanSource};
 use crate::common::{DataType, Datum, Field, Op, Row, ScalarValue, StreamChunk};
 use crate::meta::catalog::{CatalogReader, ColumnDesc, RelationDesc, RelationKind};
-use crate::meta::graph::UpstreamInfo;
+use crate::meta::graph::UpstreamSnapshot;
 use crate::meta::service::{relation_desc, table_columns, Parallelism};
 use crate::meta::system::{system_relation, system_rows};
 use crate::meta::{Meta, MetaError};
@@ -474,7 +474,7 @@ impl LocalSession {
         names: &[String],
         id: u32,
     ) -> FResult<crate::meta::graph::PlanGraph> {
-        let upstream = UpstreamSnapshot::of(&self.meta);
+        let upstream = upstream_snapshot(&self.meta);
         let meta = self.meta.clone();
         let mut alloc = move || meta.alloc_table_id();
         let planner = StreamPlanner::new(&upstream, &mut alloc);
@@ -773,7 +773,7 @@ impl LocalSession {
                     Parallelism::Fixed(n) => n as usize,
                 };
                 // Plan with throw-away ids: EXPLAIN changes nothing.
-                let upstream = UpstreamSnapshot::of(&self.meta);
+                let upstream = upstream_snapshot(&self.meta);
                 let mut next = 0u32;
                 let mut alloc = || {
                     next += 1;
@@ -820,26 +820,6 @@ fn explain_graph(graph: &crate::meta::graph::PlanGraph, parallelism: usize) -> V
         }
     }
     lines
-}
-
-/// The distribution of existing relations, copied so planning holds no lock.
-struct UpstreamSnapshot(HashMap<u32, Option<Vec<usize>>>);
-
-impl UpstreamSnapshot {
-    fn of(meta: &Meta) -> Self {
-        UpstreamSnapshot(meta.with_state(|st| {
-            st.relations
-                .keys()
-                .map(|id| (*id, st.dist_key(*id)))
-                .collect()
-        }))
-    }
-}
-
-impl UpstreamInfo for UpstreamSnapshot {
-    fn dist_key(&self, table_id: u32) -> Option<Vec<usize>> {
-        self.0.get(&table_id).cloned().flatten()
-    }
 }
 
 /// A visible-columns row widened to the table's full row (hidden row id
@@ -947,4 +927,9 @@ impl From<ParallelismSpec> for Parallelism {
             ParallelismSpec::Adaptive => Parallelism::Adaptive,
         }
     }
+}
+
+/// The existing relations' layout, copied so planning holds no lock.
+fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {
+    meta.with_state(|st| UpstreamSnapshot::of(st, st.relations.keys().copied()))
 }

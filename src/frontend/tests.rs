@@ -55,19 +55,9 @@ async fn create_mv(
     let id = meta.alloc_table_id();
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     let graph = {
-        let st_keys = meta.with_state(|st| {
-            st.relations
-                .keys()
-                .map(|k| (*k, crate::meta::graph::UpstreamInfo::dist_key(st, *k)))
-                .collect::<std::collections::HashMap<_, _>>()
+        let snap = meta.with_state(|st| {
+            crate::meta::graph::UpstreamSnapshot::of(st, st.relations.keys().copied())
         });
-        struct Snap(std::collections::HashMap<u32, Option<Vec<usize>>>);
-        impl crate::meta::graph::UpstreamInfo for Snap {
-            fn dist_key(&self, t: u32) -> Option<Vec<usize>> {
-                self.0.get(&t).cloned().flatten()
-            }
-        }
-        let snap = Snap(st_keys);
         let m = meta.clone();
         let mut alloc = move || m.alloc_table_id();
         StreamPlanner::new(&snap, &mut alloc)

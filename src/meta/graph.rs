@@ -1,7 +1,7 @@
 //! A job's fragment graph as planned: what meta schedules.
 
 use crate::meta::catalog::{ColumnDesc, TableId};
-use crate::stream::build::{NodeDesc, SourceDesc};
+use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
 
 /// How rows cross from an upstream fragment into a downstream one.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -62,4 +62,34 @@ pub trait UpstreamInfo {
     /// Distribution key of a relation's materialized state, or `None` if it
     /// lives in a singleton fragment.
     fn dist_key(&self, table_id: TableId) -> Option<Vec<usize>>;
+    /// The layout of a relation's materialized state.
+    fn state_table(&self, table_id: TableId) -> Option<StateTableDesc>;
+}
+
+/// The distribution and state layout of existing relations, copied so
+/// planning holds no lock.
+#[derive(Default)]
+pub struct UpstreamSnapshot {
+    pub relations: std::collections::HashMap<TableId, (Option<Vec<usize>>, Option<StateTableDesc>)>,
+}
+
+impl UpstreamSnapshot {
+    pub fn of(info: &dyn UpstreamInfo, ids: impl IntoIterator<Item = TableId>) -> Self {
+        UpstreamSnapshot {
+            relations: ids
+                .into_iter()
+                .map(|id| (id, (info.dist_key(id), info.state_table(id))))
+                .collect(),
+        }
+    }
+}
+
+impl UpstreamInfo for UpstreamSnapshot {
+    fn dist_key(&self, table_id: TableId) -> Option<Vec<usize>> {
+        self.relations.get(&table_id).and_then(|r| r.0.clone())
+    }
+
+    fn state_table(&self, table_id: TableId) -> Option<StateTableDesc> {
+        self.relations.get(&table_id).and_then(|r| r.1.clone())
+    }
 }

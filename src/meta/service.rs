@@ -17,6 +17,7 @@ use super::{MetaError, MetaResult};
 use crate::common::encoding::vnode_of;
 use crate::common::{Bitmap, DataType, Op, Row, ScalarValue, StreamChunk};
 use crate::storage::{MemoryStateStore, StateStore};
+use crate::stream::build::{NodeDesc, StateTableDesc};
 use crate::stream::compute_node::{ComputeNode, WorkerId};
 use crate::stream::exchange::ExchangeRegistry;
 use crate::stream::message::{ActorId, FragmentId, Message, Mutation};
@@ -168,6 +169,18 @@ impl UpstreamInfo for MetaState {
         } else {
             Some(r.dist_key.clone())
         }
+    }
+
+    fn state_table(&self, table_id: TableId) -> Option<StateTableDesc> {
+        let r = self.relations.get(&table_id)?;
+        self.fragments
+            .get(&r.materialize_fragment)?
+            .nodes
+            .iter()
+            .find_map(|n| match n {
+                NodeDesc::Materialize { table, .. } => Some(table.clone()),
+                _ => None,
+            })
     }
 }
 
@@ -726,11 +739,64 @@ impl Meta {
                 .retain(|e| !ids.contains(&e.up) && !ids.contains(&e.down));
             return Err(e);
         }
-        // Make the backfill visible. Not under the DDL lock: a recovery
-        // (which takes it) may have to run before this flush can finish.
+        // Backfill, one slice per barrier, until every vnode is done. Not
+        // under the DDL lock: the job can be rescaled meanwhile, and a
+        // recovery (which takes it) may have to run before a flush can
+        // finish; the backfill continues from its committed progress.
         drop(_ddl);
-        self.flush().await?;
-        Ok(())
+        loop {
+            self.flush().await?;
+            match self.backfill_done(table_id)? {
+                Some(true) => return Ok(()),
+                Some(false) => {}
+                None => {
+                    return Err(MetaError::new(
+                        "57014",
+                        "the materialized view was dropped while it was being created",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Whether every stream scan of a job has backfilled every vnode, as
+    /// committed (`None` if the job is gone).
+    pub fn backfill_done(&self, table_id: TableId) -> MetaResult<Option<bool>> {
+        let progress_tables: Vec<TableId> = {
+            let st = self.state.lock();
+            let Some(r) = st.relations.get(&table_id) else {
+                return Ok(None);
+            };
+            r.fragments
+                .iter()
+                .filter_map(|f| st.fragments.get(f))
+                .flat_map(|f| f.nodes.iter())
+                .filter_map(|n| match n {
+                    NodeDesc::StreamScan {
+                        backfill: Some(b), ..
+                    } => Some(b.progress.table_id),
+                    _ => None,
+                })
+                .collect()
+        };
+        for t in progress_tables {
+            let prefix = crate::storage::table_prefix(t);
+            let rows = self
+                .store
+                .scan(crate::storage::prefix_range(&prefix), false)?;
+            let mut done = 0;
+            for (_, v) in rows {
+                let row = crate::common::encoding::decode_row_tagged(&v)
+                    .map_err(|e| MetaError::internal(e.to_string()))?;
+                if matches!(row.first(), Some(Some(ScalarValue::Boolean(true)))) {
+                    done += 1;
+                }
+            }
+            if done < crate::common::VNODE_COUNT {
+                return Ok(Some(false));
+            }
+        }
+        Ok(Some(true))
     }
 
     /// Drop a relation (and, with `cascade`, everything reading it).

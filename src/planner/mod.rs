@@ -14,6 +14,13 @@ pub struct PlanError {
 }
 
 impl PlanError {
+    pub fn internal(what: impl Into<String>) -> Self {
+        PlanError {
+            code: "XX000",
+            message: what.into(),
+        }
+    }
+
     pub fn unsupported(what: impl Into<String>) -> Self {
         PlanError {
             code: "0A000",

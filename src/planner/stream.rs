@@ -15,6 +15,7 @@ use crate::meta::catalog::{ColumnDesc, TableId};
 use crate::meta::graph::{EdgeSpec, PlanFragment, PlanGraph, Upstream, UpstreamInfo};
 use crate::planner::logical::{JoinKind, LogicalPlan};
 use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
+use crate::stream::executor::stream_scan::BackfillDesc;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Dist {
@@ -210,15 +211,32 @@ impl<'a> StreamPlanner<'a> {
         match plan {
             LogicalPlan::Scan { relation } => {
                 let dist_key = self.upstream.dist_key(relation.id);
+                let upstream_dist = dist_key.clone().unwrap_or_default();
                 let (spec, singleton, dist) = match dist_key {
                     Some(k) => (EdgeSpec::Hash(k.clone()), false, Dist::Hash(k)),
                     None => (EdgeSpec::Simple, true, Dist::Single),
+                };
+                let upstream_state = self.upstream.state_table(relation.id).ok_or_else(|| {
+                    PlanError::internal(format!("no materialized state for {}", relation.name))
+                })?;
+                let backfill = BackfillDesc {
+                    upstream_pk: relation.pk.clone(),
+                    upstream_dist,
+                    upstream_state,
+                    progress: StateTableDesc {
+                        table_id: self.table_id(),
+                        pk_types: vec![],
+                        pk_desc: vec![],
+                        dist_in_pk: vec![],
+                        value_types: None,
+                    },
                 };
                 Ok(Node {
                     frag: PlanFragment {
                         nodes: vec![NodeDesc::StreamScan {
                             upstream_table: relation.id,
                             upstream_types: relation.types(),
+                            backfill: Some(backfill),
                         }],
                         inputs: vec![(Upstream::Existing(relation.id), spec)],
                         singleton,

@@ -93,7 +93,8 @@ pub use layout::FORMAT_VERSION;
 use layout::{err, DirState, LockedDir};
 
 use super::{
-    prefix_range, table_prefix, KeyRange, KeyedWrite, StateStore, StorageError, StorageResult,
+    prefix_range, range_is_empty, table_prefix, KeyRange, KeyedWrite, StateStore, StorageError,
+    StorageResult,
 };
 use crate::meta::catalog::TableId;
 
@@ -379,17 +380,6 @@ impl DurableStateStore {
     }
 }
 
-/// Whether no key can lie in `range` (a start above the end would make
-/// `BTreeMap::range` panic).
-fn range_is_empty(range: &KeyRange) -> bool {
-    use Bound::*;
-    match (&range.0, &range.1) {
-        (Included(s), Included(e)) => s > e,
-        (Included(s) | Excluded(s), Excluded(e)) | (Excluded(s), Included(e)) => s >= e,
-        _ => false,
-    }
-}
-
 fn as_slices(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
     (
         range.0.as_ref().map(|v| v.as_slice()),
@@ -532,6 +522,18 @@ impl StateStore for DurableStateStore {
         }
         out.extend(over.filter_map(|(k, v)| v.map(|v| (k, v))));
         Ok(out)
+    }
+
+    fn scan_committed_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        if range_is_empty(&range) {
+            return Ok(Vec::new());
+        }
+        let snapshot = self.snapshot();
+        self.committed_scan(&snapshot, range).take(limit).collect()
     }
 
     fn delete_table(&self, table_id: TableId) -> StorageResult<()> {

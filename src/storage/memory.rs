@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use parking_lot::RwLock;
 
-use super::{prefix_range, table_prefix, KeyRange, KeyedWrite, StateStore, StorageResult};
+use super::{
+    prefix_range, range_is_empty, table_prefix, KeyRange, KeyedWrite, StateStore, StorageResult,
+};
 use crate::meta::catalog::TableId;
 
 #[derive(Default)]
@@ -98,6 +100,9 @@ impl StateStore for MemoryStateStore {
     }
 
     fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        if range_is_empty(&range) {
+            return Ok(Vec::new());
+        }
         let committed = self.committed.read();
         let base = committed.range::<[u8], _>((
             range.0.as_ref().map(|v| v.as_slice()),
@@ -122,6 +127,25 @@ impl StateStore for MemoryStateStore {
         Ok(merged
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect())
+    }
+
+    fn scan_committed_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        if range_is_empty(&range) {
+            return Ok(Vec::new());
+        }
+        let committed = self.committed.read();
+        Ok(committed
+            .range::<[u8], _>((
+                range.0.as_ref().map(|v| v.as_slice()),
+                range.1.as_ref().map(|v| v.as_slice()),
+            ))
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
 

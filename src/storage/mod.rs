@@ -56,6 +56,16 @@ pub trait StateStore: Send + Sync + 'static {
     fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>>;
     /// All live pairs of a key range in key order.
     fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>>;
+    /// The first `limit` committed pairs of a key range, in key order.
+    fn scan_committed_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        let mut all = self.scan(range, false)?;
+        all.truncate(limit);
+        Ok(all)
+    }
     /// Delete all state of a table (drop), committed with the next commit.
     fn delete_table(&self, table_id: TableId) -> StorageResult<()>;
 }
@@ -87,4 +97,15 @@ pub fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
 
 pub fn prefix_range(prefix: &[u8]) -> KeyRange {
     (Bound::Included(prefix.to_vec()), prefix_end(prefix))
+}
+
+/// Whether no key can lie in `range` (a start above the end would make
+/// `BTreeMap::range` panic).
+pub(crate) fn range_is_empty(range: &KeyRange) -> bool {
+    use Bound::*;
+    match (&range.0, &range.1) {
+        (Included(s), Included(e)) => s > e,
+        (Included(s) | Excluded(s), Excluded(e)) | (Excluded(s), Included(e)) => s >= e,
+        _ => false,
+    }
 }

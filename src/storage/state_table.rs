@@ -216,6 +216,42 @@ impl StateTable {
         Ok(out)
     }
 
+    /// The memcomparable encoding of `pk` as it follows the vnode in a key
+    /// (the order of keys within a vnode).
+    pub fn encode_pk(&self, pk: &[Datum]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(16);
+        encode_key_ordered(&mut k, pk, &self.pk_desc);
+        k
+    }
+
+    /// Up to `limit` committed rows of `vnode` whose encoded pk is above
+    /// `after` (from the start when `None`), in key order, with their
+    /// encoded pks. Ignores vnode ownership (backfill reads another
+    /// job's table).
+    pub fn scan_vnode_committed_after(
+        &self,
+        vnode: VirtualNode,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> StorageResult<Vec<(Vec<u8>, Row)>> {
+        let prefix = vnode_prefix(self.table_id, vnode);
+        let start = match after {
+            Some(pk) => {
+                let mut k = prefix.clone();
+                k.extend_from_slice(pk);
+                Bound::Excluded(k)
+            }
+            None => Bound::Included(prefix.clone()),
+        };
+        let pairs = self
+            .store
+            .scan_committed_limit((start, prefix_end(&prefix)), limit)?;
+        pairs
+            .into_iter()
+            .map(|(k, v)| Ok((k[prefix.len()..].to_vec(), self.decode_value(&v)?)))
+            .collect()
+    }
+
     /// Hand this epoch's writes to the store.
     pub fn commit(&mut self, epoch: u64) -> StorageResult<Committed> {
         if !self.buffer.is_empty() {

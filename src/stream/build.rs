@@ -14,7 +14,7 @@ use super::executor::hash_agg::HashAggExecutor;
 use super::executor::hash_join::{HashJoinExecutor, JoinSide};
 use super::executor::materialize::MaterializeExecutor;
 use super::executor::project::ProjectExecutor;
-use super::executor::stream_scan::StreamScanExecutor;
+use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
 use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
 use super::executor::Executor;
@@ -99,6 +99,9 @@ pub enum NodeDesc {
     StreamScan {
         upstream_table: TableId,
         upstream_types: Vec<DataType>,
+        /// `None` for jobs created before backfill progress was kept.
+        #[serde(default)]
+        backfill: Option<BackfillDesc>,
     },
 }
 
@@ -127,6 +130,9 @@ impl NodeDesc {
                 right_table,
                 ..
             } => vec![left_table.table_id, right_table.table_id],
+            NodeDesc::StreamScan {
+                backfill: Some(b), ..
+            } => vec![b.progress.table_id],
             _ => vec![],
         }
     }
@@ -297,14 +303,8 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             table.build(store, vnodes),
         )),
         NodeDesc::Union => Box::new(UnionExecutor),
-        NodeDesc::StreamScan {
-            upstream_table,
-            upstream_types,
-        } => Box::new(StreamScanExecutor::new(
-            id,
-            *upstream_table,
-            upstream_types.clone(),
-            actor.backfill,
+        NodeDesc::StreamScan { backfill, .. } => Box::new(StreamScanExecutor::new(
+            backfill.clone(),
             vnodes,
             store,
             ctx.committed.clone(),

@@ -1,56 +1,100 @@
 //! Stream scan: the head of a job reading another table or MV. It forwards
-//! the upstream's changes, and when the job is created it first emits a
-//! snapshot of the upstream's rows (backfill).
+//! the upstream's changes and, while the job is backfilling, merges them
+//! with a snapshot of the upstream's rows read in slices, one slice per
+//! barrier, so a backfill of any size never makes one giant epoch, survives
+//! recovery and can be rescaled while it runs.
 //!
-//! The snapshot is the upstream's state at the epoch the job's first
-//! barrier closes: the scan forwards that barrier, waits until the epoch is
-//! committed (it cannot commit further without this actor), reads the
-//! committed rows of the vnodes it owns, and emits them before any change
-//! that came after the barrier. The upstream dispatches to the scan by the
-//! same distribution key its state is keyed by, so the vnodes match.
+//! The upstream dispatches to the scan by the same distribution key its
+//! state is keyed by, so each scan actor owns the same vnodes of the
+//! upstream's state as of its stream. Per vnode, the backfill progress is
+//! `Start`, `After(pk)` (every upstream row with a key up to `pk` has been
+//! emitted) or `Done`; it is kept in the job's progress table under that
+//! vnode and committed with each epoch, so a new owner of the vnode (after
+//! a scale or a recovery) continues where the old one was.
+//!
+//! The algorithm is RisingWave's backfill: after each barrier (epoch `E`
+//! closed), once `E` is committed, read the next slice of each unfinished
+//! vnode from the committed state, which is exactly the upstream as of the
+//! barrier (the next epoch cannot commit before this actor passes the next
+//! barrier), emit it, and advance the vnode's position. Upstream changes
+//! are forwarded only for keys at or below their vnode's position: changes
+//! above it are not emitted, as the snapshot will contain their effect when
+//! it gets there.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::Executor;
-use crate::common::{Bitmap, DataType, StreamChunk, CHUNK_SIZE};
-use crate::meta::catalog::TableId;
-use crate::storage::state_table::scan_table_committed;
-use crate::storage::StateStore;
-use crate::stream::message::{Barrier, Mutation};
+use crate::common::encoding::vnode_of;
+use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk, VirtualNode, CHUNK_SIZE};
+use crate::storage::{StateStore, StateTable};
+use crate::stream::build::StateTableDesc;
+use crate::stream::message::Barrier;
 use crate::stream::{StreamError, StreamResult};
 
+/// Rows of snapshot one scan actor emits per barrier.
+pub const BACKFILL_ROWS_PER_BARRIER: usize = 8 * CHUNK_SIZE;
+
+/// How a scan reads its upstream's state for backfill.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BackfillDesc {
+    /// The upstream's key columns (in its rows).
+    pub upstream_pk: Vec<usize>,
+    /// The upstream's distribution key (empty: a singleton upstream).
+    pub upstream_dist: Vec<usize>,
+    /// The upstream's materialized state.
+    pub upstream_state: StateTableDesc,
+    /// This job's progress, one row per vnode: `[done, pk...]`.
+    pub progress: StateTableDesc,
+}
+
+/// Where the backfill of one vnode is.
+#[derive(Clone, Debug, PartialEq)]
+enum Position {
+    Start,
+    /// Every row with an encoded key up to this one was emitted.
+    After(Vec<u8>),
+    Done,
+}
+
+struct Backfill {
+    desc: BackfillDesc,
+    upstream: StateTable,
+    progress_table: StateTable,
+    /// Position of each owned vnode, once loaded.
+    positions: Option<BTreeMap<VirtualNode, Position>>,
+    /// Every owned vnode is done (the scan only forwards).
+    done: bool,
+}
+
 pub struct StreamScanExecutor {
-    actor_id: u32,
-    upstream_table: TableId,
-    upstream_types: Vec<DataType>,
-    /// Whether this actor still has to emit the snapshot (only when the job
-    /// is being created, not when an actor is rebuilt or added by scaling).
-    backfill: bool,
+    backfill: Option<Backfill>,
     vnodes: Bitmap,
-    store: Arc<dyn StateStore>,
     committed: watch::Receiver<u64>,
 }
 
 impl StreamScanExecutor {
+    /// A scan that backfills as `backfill` says (`None`: it only forwards,
+    /// for jobs created before backfill progress was kept).
     pub fn new(
-        actor_id: u32,
-        upstream_table: TableId,
-        upstream_types: Vec<DataType>,
-        backfill: bool,
+        backfill: Option<BackfillDesc>,
         vnodes: Bitmap,
         store: Arc<dyn StateStore>,
         committed: watch::Receiver<u64>,
     ) -> Self {
+        let backfill = backfill.map(|desc| Backfill {
+            upstream: desc.upstream_state.build(store.clone(), Bitmap::full()),
+            progress_table: desc.progress.build(store, vnodes.clone()),
+            desc,
+            positions: None,
+            done: false,
+        });
         StreamScanExecutor {
-            actor_id,
-            upstream_table,
-            upstream_types,
             backfill,
             vnodes,
-            store,
             committed,
         }
     }
@@ -62,6 +106,132 @@ pub async fn wait_committed(rx: &mut watch::Receiver<u64>, epoch: u64) -> Stream
         .await
         .map(|_| ())
         .map_err(|_| StreamError::Internal("meta is gone".into()))
+}
+
+impl Backfill {
+    /// Load the positions of the owned vnodes from the committed progress.
+    fn load(&mut self, vnodes: &Bitmap) -> StreamResult<&mut BTreeMap<VirtualNode, Position>> {
+        if self.positions.is_none() {
+            let mut positions = BTreeMap::new();
+            for v in vnodes.iter() {
+                let pos = match self.progress_table.get_at(v, &[])? {
+                    None => Position::Start,
+                    Some(row) if matches!(row.first(), Some(Some(ScalarValue::Boolean(true)))) => {
+                        Position::Done
+                    }
+                    Some(row) => Position::After(self.upstream.encode_pk(&row[1..])),
+                };
+                positions.insert(v, pos);
+            }
+            self.done = positions.values().all(|p| *p == Position::Done);
+            self.positions = Some(positions);
+        }
+        self.positions
+            .as_mut()
+            .ok_or_else(|| StreamError::Internal("backfill positions not loaded".into()))
+    }
+
+    /// Whether an upstream change to `row` is to be forwarded.
+    fn forwards(&self, row: &[Datum]) -> bool {
+        let Some(positions) = &self.positions else {
+            return true;
+        };
+        let vnode = vnode_of(row, &self.desc.upstream_dist);
+        match positions.get(&vnode) {
+            Some(Position::Done) | None => true,
+            Some(Position::Start) => false,
+            Some(Position::After(pos)) => {
+                let pk: Vec<Datum> = self
+                    .desc
+                    .upstream_pk
+                    .iter()
+                    .map(|&i| row[i].clone())
+                    .collect();
+                self.upstream.encode_pk(&pk) <= *pos
+            }
+        }
+    }
+
+    /// Keep the changes `forwards` accepts; an update pair cut in half
+    /// becomes a plain insert or delete.
+    fn filter(&self, chunk: StreamChunk) -> StreamChunk {
+        let mut out = StreamChunk::default();
+        let mut rows = chunk.into_iter_rows().peekable();
+        while let Some((op, row)) = rows.next() {
+            if op == Op::UpdateDelete {
+                if let Some((Op::UpdateInsert, _)) = rows.peek() {
+                    if let Some((_, new)) = rows.next() {
+                        match (self.forwards(&row), self.forwards(&new)) {
+                            (true, true) => {
+                                out.push(Op::UpdateDelete, row);
+                                out.push(Op::UpdateInsert, new);
+                            }
+                            (true, false) => out.push(Op::Delete, row),
+                            (false, true) => out.push(Op::Insert, new),
+                            (false, false) => {}
+                        }
+                    }
+                    continue;
+                }
+            }
+            if self.forwards(&row) {
+                out.push(op, row);
+            }
+        }
+        out
+    }
+
+    /// Emit the next slice of the snapshot and record the new positions.
+    fn next_slice(&mut self, vnodes: &Bitmap, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
+        let pending: Vec<(VirtualNode, Position)> = self
+            .load(vnodes)?
+            .iter()
+            .filter(|(_, p)| **p != Position::Done)
+            .map(|(v, p)| (*v, p.clone()))
+            .collect();
+        let mut budget = BACKFILL_ROWS_PER_BARRIER;
+        let mut rows: Vec<Row> = Vec::new();
+        let mut updates = Vec::new();
+        for (vnode, pos) in pending {
+            if budget == 0 {
+                break;
+            }
+            let after = match &pos {
+                Position::After(k) => Some(k.as_slice()),
+                _ => None,
+            };
+            let slice = self
+                .upstream
+                .scan_vnode_committed_after(vnode, after, budget)?;
+            let finished = slice.len() < budget;
+            budget -= slice.len();
+            let last = slice.last().map(|(k, row)| (k.clone(), row.clone()));
+            rows.extend(slice.into_iter().map(|(_, row)| row));
+            let (new_pos, saved) = match last {
+                _ if finished => (Position::Done, vec![Some(ScalarValue::Boolean(true))]),
+                Some((key, row)) => {
+                    let mut saved = vec![Some(ScalarValue::Boolean(false))];
+                    saved.extend(self.desc.upstream_pk.iter().map(|&i| row[i].clone()));
+                    (Position::After(key), saved)
+                }
+                None => continue,
+            };
+            self.progress_table.put_at(vnode, &[], &saved);
+            updates.push((vnode, new_pos));
+        }
+        let positions = self.load(vnodes)?;
+        for (vnode, pos) in updates {
+            positions.insert(vnode, pos);
+        }
+        self.done = positions.values().all(|p| *p == Position::Done);
+        let mut rows = rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            out.push(StreamChunk::inserts(
+                rows.by_ref().take(CHUNK_SIZE).collect(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -76,7 +246,31 @@ impl Executor for StreamScanExecutor {
         chunk: StreamChunk,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        out.push(chunk);
+        match &mut self.backfill {
+            Some(b) if !b.done => {
+                b.load(&self.vnodes)?;
+                if !b.done {
+                    let kept = b.filter(chunk);
+                    if !kept.is_empty() {
+                        out.push(kept);
+                    }
+                    return Ok(());
+                }
+                out.push(chunk);
+            }
+            _ => out.push(chunk),
+        }
+        Ok(())
+    }
+
+    async fn process_barrier(
+        &mut self,
+        barrier: &Barrier,
+        _out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        if let Some(b) = &mut self.backfill {
+            let _committed = b.progress_table.commit(barrier.epoch.prev)?;
+        }
         Ok(())
     }
 
@@ -85,32 +279,25 @@ impl Executor for StreamScanExecutor {
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        if !self.backfill {
+        let Some(b) = &mut self.backfill else {
+            return Ok(());
+        };
+        if b.done {
             return Ok(());
         }
-        self.backfill = false;
-        let starts_here = matches!(barrier.mutation.as_deref(),
-            Some(Mutation::Add { added_actors, .. }) if added_actors.contains(&self.actor_id));
-        if !starts_here {
-            return Ok(());
-        }
+        // The snapshot is the committed state as of this barrier.
         wait_committed(&mut self.committed, barrier.epoch.prev).await?;
-        let rows = scan_table_committed(
-            &*self.store,
-            self.upstream_table,
-            &self.upstream_types,
-            Some(&self.vnodes),
-        )?;
-        let mut rows = rows.into_iter().peekable();
-        while rows.peek().is_some() {
-            out.push(StreamChunk::inserts(
-                rows.by_ref().take(CHUNK_SIZE).collect(),
-            ));
-        }
-        Ok(())
+        b.next_slice(&self.vnodes, out)
     }
 
     fn update_vnodes(&mut self, new: &Bitmap) {
         self.vnodes = new.clone();
+        if let Some(b) = &mut self.backfill {
+            b.progress_table.update_vnodes(new.clone());
+            // Positions of gained vnodes are read once the epoch that
+            // moved them is committed (before the next message).
+            b.positions = None;
+            b.done = false;
+        }
     }
 }
