@@ -2,8 +2,9 @@
 
 use super::ddl::UpstreamSnapshot;
 use super::{fields, int, rows_result, text, FResult, LocalSession};
-use crate::common::DataType;
+use crate::common::{DataType, Row};
 use crate::frontend::{FrontendError, StatementResult};
+use crate::meta::fragment::Fragment;
 use crate::meta::graph::{EdgeSpec, PlanGraph, Upstream};
 use crate::meta::service::Parallelism;
 use crate::planner::stream::StreamPlanner;
@@ -65,64 +66,66 @@ impl LocalSession {
     }
 
     pub(super) fn show_fragments(&self, name: Option<String>) -> FResult<StatementResult> {
-        let filter = self.filter_table(name)?;
-        let rows = self.meta.with_state(|st| {
-            st.fragments
-                .values()
-                .filter(|f| filter.is_none_or(|t| f.table_id == t))
-                .map(|f| {
-                    let nodes: Vec<&str> = f.nodes.iter().map(|n| n.name()).collect();
-                    vec![
-                        int(f.id as i32),
-                        int(f.table_id as i32),
-                        text(if f.singleton { "single" } else { "hash" }),
-                        text(nodes.join(" -> ")),
-                        int(f.actors.len() as i32),
-                    ]
-                })
-                .collect()
-        });
-        Ok(rows_result(
-            fields(&[
-                ("fragment_id", DataType::Int32),
-                ("table_id", DataType::Int32),
-                ("distribution_type", DataType::Varchar),
-                ("executors", DataType::Varchar),
-                ("parallelism", DataType::Int32),
-            ]),
-            rows,
-        ))
+        let columns = [
+            ("fragment_id", DataType::Int32),
+            ("table_id", DataType::Int32),
+            ("distribution_type", DataType::Varchar),
+            ("executors", DataType::Varchar),
+            ("parallelism", DataType::Int32),
+        ];
+        self.show_per_fragment(name, &columns, |f| {
+            let nodes: Vec<&str> = f.nodes.iter().map(|n| n.name()).collect();
+            vec![vec![
+                int(f.id as i32),
+                int(f.table_id as i32),
+                text(if f.singleton { "single" } else { "hash" }),
+                text(nodes.join(" -> ")),
+                int(f.actors.len() as i32),
+            ]]
+        })
     }
 
     pub(super) fn show_actors(&self, name: Option<String>) -> FResult<StatementResult> {
+        let columns = [
+            ("actor_id", DataType::Int32),
+            ("fragment_id", DataType::Int32),
+            ("worker_id", DataType::Int32),
+            ("parallel_unit_id", DataType::Int32),
+            ("vnode_count", DataType::Int32),
+        ];
+        self.show_per_fragment(name, &columns, |f| {
+            f.actors
+                .iter()
+                .map(|a| {
+                    vec![
+                        int(a.actor_id as i32),
+                        int(f.id as i32),
+                        int(a.worker as i32),
+                        int(a.unit as i32),
+                        int(a.vnodes.count() as i32),
+                    ]
+                })
+                .collect()
+        })
+    }
+
+    /// The rows `rows_of` makes of each fragment, of the relation `name`
+    /// (of every relation without), under `columns`.
+    fn show_per_fragment(
+        &self,
+        name: Option<String>,
+        columns: &[(&str, DataType)],
+        rows_of: impl Fn(&Fragment) -> Vec<Row>,
+    ) -> FResult<StatementResult> {
         let filter = self.filter_table(name)?;
         let rows = self.meta.with_state(|st| {
             st.fragments
                 .values()
                 .filter(|f| filter.is_none_or(|t| f.table_id == t))
-                .flat_map(|f| {
-                    f.actors.iter().map(move |a| {
-                        vec![
-                            int(a.actor_id as i32),
-                            int(f.id as i32),
-                            int(a.worker as i32),
-                            int(a.unit as i32),
-                            int(a.vnodes.count() as i32),
-                        ]
-                    })
-                })
+                .flat_map(rows_of)
                 .collect()
         });
-        Ok(rows_result(
-            fields(&[
-                ("actor_id", DataType::Int32),
-                ("fragment_id", DataType::Int32),
-                ("worker_id", DataType::Int32),
-                ("parallel_unit_id", DataType::Int32),
-                ("vnode_count", DataType::Int32),
-            ]),
-            rows,
-        ))
+        Ok(rows_result(fields(columns), rows))
     }
 
     pub(super) fn explain(&self, inner: BoundStatement) -> FResult<StatementResult> {
