@@ -25,13 +25,13 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
-use common::rows::{run, run_raw, Row};
+use common::driver::{runtime, say, skip_without_postgres};
+use common::rows::{cell, run_raw_within, Row};
 use common::workload::{Gen, Mirror};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
 
@@ -41,12 +41,6 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// succeeds).
 const RECOVERY_TIMEOUT: Duration = Duration::from_secs(20);
 const TEST_TIMEOUT: Duration = Duration::from_secs(150);
-
-fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
-    let _ = err.flush();
-}
 
 /// Which fragment a round fails (each is a fragment of that kind).
 #[derive(Clone, Copy, Debug)]
@@ -60,34 +54,27 @@ enum Target {
 }
 
 async fn must(client: &Client, sql: &str) -> Result<Vec<Row>, String> {
-    match tokio::time::timeout(STATEMENT_TIMEOUT, run(client, sql)).await {
-        Ok(r) => r.map_err(|e| format!("ebbflow `{sql}`: {e}")),
-        Err(_) => Err(format!(
-            "ebbflow `{sql}` did not return within {} s",
-            STATEMENT_TIMEOUT.as_secs()
-        )),
-    }
+    common::rows::must(client, sql, STATEMENT_TIMEOUT).await
 }
 
 /// Runs a statement in the failure window: an internal error (XX000) is
 /// tolerated and reported as `false`; any other error fails the test.
 async fn tolerant(client: &Client, sql: &str) -> Result<bool, String> {
-    match tokio::time::timeout(STATEMENT_TIMEOUT, run_raw(client, sql)).await {
-        Ok(Ok(_)) => Ok(true),
-        Ok(Err(e)) if e.code() == Some(&SqlState::INTERNAL_ERROR) => Ok(false),
-        Ok(Err(e)) => Err(format!(
+    let outcome = run_raw_within(client, sql, STATEMENT_TIMEOUT)
+        .await
+        .map_err(|e| format!("ebbflow `{sql}` during an actor failure: {e}"))?;
+    match outcome {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == Some(&SqlState::INTERNAL_ERROR) => Ok(false),
+        Err(e) => Err(format!(
             "ebbflow `{sql}` during an actor failure: {} (only XX000 is allowed)",
             describe_pg_error(&e)
-        )),
-        Err(_) => Err(format!(
-            "ebbflow `{sql}` did not return within {} s during an actor failure",
-            STATEMENT_TIMEOUT.as_secs()
         )),
     }
 }
 
 fn int(c: &Option<String>) -> i64 {
-    c.as_deref().and_then(|s| s.parse().ok()).unwrap_or(-1)
+    cell(c).unwrap_or(-1)
 }
 
 /// The id of a relation by name.
@@ -141,15 +128,26 @@ struct Test {
 }
 
 impl Test {
-    /// DML through session `a` that must succeed, then FLUSH: acknowledged.
-    async fn write_acknowledged(&mut self, n: usize) -> Result<(), String> {
+    /// Session `a`, or `b`.
+    fn session(&self, b: bool) -> &Client {
+        if b {
+            &self.b
+        } else {
+            &self.a
+        }
+    }
+
+    /// DML through session `a` (or `b`) that must succeed, then FLUSH:
+    /// acknowledged.
+    async fn write_acknowledged(&mut self, b: bool, n: usize) -> Result<(), String> {
         for _ in 0..n {
             let sql = self.dml();
             self.mirror.sent(&sql);
-            must(&self.a, &sql).await?;
+            must(self.session(b), &sql).await?;
         }
-        self.mirror.note("FLUSH");
-        must(&self.a, "FLUSH").await?;
+        self.mirror
+            .note(if b { "-- session b: FLUSH" } else { "FLUSH" });
+        must(self.session(b), "FLUSH").await?;
         self.mirror.acknowledge().await?;
         self.gen.refresh_ids(self.mirror.pg()).await
     }
@@ -167,7 +165,7 @@ impl Test {
     }
 
     async fn round(&mut self, target: Target) -> Result<(), String> {
-        self.write_acknowledged(4).await?;
+        self.write_acknowledged(false, 4).await?;
         self.mirror.check_mvs(&self.a).await?;
 
         let fragment = fragment_of(&self.b, target).await?;
@@ -227,14 +225,8 @@ impl Test {
         self.mirror.check_mvs(&self.a).await?;
 
         // Both sessions still work: DML, FLUSH, queries.
-        self.write_acknowledged(3).await?;
-        let sql = self.dml();
-        self.mirror.sent(&sql);
-        must(&self.b, &sql).await?;
-        self.mirror.note("-- session b: FLUSH");
-        must(&self.b, "FLUSH").await?;
-        self.mirror.acknowledge().await?;
-        self.gen.refresh_ids(self.mirror.pg()).await?;
+        self.write_acknowledged(false, 3).await?;
+        self.write_acknowledged(true, 1).await?;
         must(&self.b, "SELECT count(*) FROM mv_count").await?;
         self.mirror.check_mvs(&self.b).await?;
         say(&format!(
@@ -247,23 +239,11 @@ impl Test {
 async fn run_test(pg: &Postgres) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let setup = async {
-        let admin = common::connect(&pg.conn_str("postgres"))
-            .await
-            .map_err(|e| describe_pg_error(&e))?;
-        run(&admin, "CREATE DATABASE actor_failure").await?;
-        let pgc = common::connect(&pg.conn_str("actor_failure"))
-            .await
-            .map_err(|e| describe_pg_error(&e))?;
-        let server =
-            tokio::task::spawn_blocking(|| EbbflowServer::start(&ServerOptions::default()))
-                .await
-                .map_err(|e| e.to_string())??;
-        let a = common::connect(&server.conn_str())
-            .await
-            .map_err(|e| describe_pg_error(&e))?;
-        let b = common::connect(&server.conn_str())
-            .await
-            .map_err(|e| describe_pg_error(&e))?;
+        pg.create_database("actor_failure").await?;
+        let pgc = common::open(&pg.conn_str("actor_failure")).await?;
+        let server = EbbflowServer::spawn(ServerOptions::default(), None).await?;
+        let a = common::open(&server.conn_str()).await?;
+        let b = common::open(&server.conn_str()).await?;
         let mut t = Test {
             server,
             mirror: Mirror::new(pgc),
@@ -297,30 +277,16 @@ async fn run_test(pg: &Postgres) -> (usize, Vec<String>) {
             }
         }
     }
-    let mut server = t.server;
-    tokio::task::spawn_blocking(move || server.stop())
-        .await
-        .ok();
+    t.server.shut_down().await;
     (passed, failures)
 }
 
 #[test]
 fn actor_failure_recovery() {
-    if !common::postgres_available() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !in_ci,
-            "PostgreSQL 15 is not installed ({}) but CI=true",
-            common::pg_bin_dir().display()
-        );
-        say("actor_failure: skipped, PostgreSQL 15 is not installed");
+    if skip_without_postgres("actor_failure") {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = runtime();
     let started = Instant::now();
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
     let (passed, failures) = rt.block_on(async {

@@ -32,7 +32,6 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,7 +41,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio_postgres::Client;
 
-use common::rows::{multiset, run, run_raw, Row};
+use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say};
+use common::rows::{cell, first_cell, multiset, run, run_raw_within, Row};
 use common::workload::{Gen, Mirror};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions, TempDir};
 
@@ -82,12 +82,6 @@ const DATAGEN_MVS: &[(&str, &str)] = &[
         "SELECT count(*) AS n, count(DISTINCT v) AS dv, sum(id) AS s FROM gen_bounded",
     ),
 ];
-
-fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
-    let _ = err.flush();
-}
 
 /// How a cycle ends.
 #[derive(Clone, Copy, Debug)]
@@ -141,30 +135,16 @@ impl SeedRun {
     async fn start_server(&mut self) -> Result<Client, String> {
         let (opts, dir) = (self.opts.clone(), self.dir.clone());
         let started = Instant::now();
-        let server = tokio::task::spawn_blocking(move || EbbflowServer::start_in(&opts, &dir))
-            .await
-            .map_err(|e| e.to_string())??;
+        let server = EbbflowServer::spawn(opts, Some(dir)).await?;
         self.restart_ms.push(started.elapsed().as_millis());
         let conn = server.conn_str();
         self.server = Some(server);
-        let client = tokio::time::timeout(STATEMENT_TIMEOUT, common::connect(&conn))
+        let client = tokio::time::timeout(STATEMENT_TIMEOUT, common::open(&conn))
             .await
             .map_err(|_| "connecting to ebbflow timed out".to_string())?
-            .map_err(|e| format!("connect to ebbflow: {}", describe_pg_error(&e)))?;
+            .map_err(|e| format!("connect to ebbflow: {e}"))?;
         self.implicit_flush = false;
         Ok(client)
-    }
-
-    /// Runs a statement that must succeed (no kill pending).
-    async fn must(&mut self, eb: &Client, sql: &str) -> Result<Vec<Row>, String> {
-        match tokio::time::timeout(STATEMENT_TIMEOUT, run(eb, sql)).await {
-            Ok(Ok(rows)) => Ok(rows),
-            Ok(Err(e)) => Err(format!("ebbflow `{sql}`: {e}")),
-            Err(_) => Err(format!(
-                "ebbflow `{sql}` did not return within {} s",
-                STATEMENT_TIMEOUT.as_secs()
-            )),
-        }
     }
 
     /// Sends a statement during a cycle. An error is expected once the
@@ -176,21 +156,20 @@ impl SeedRun {
         } else {
             self.mirror.note(sql);
         }
-        match tokio::time::timeout(STATEMENT_TIMEOUT, run_raw(eb, sql)).await {
-            Ok(Ok(rows)) => {
+        let outcome = run_raw_within(eb, sql, STATEMENT_TIMEOUT)
+            .await
+            .map_err(|e| format!("ebbflow `{sql}`: {e}"))?;
+        match outcome {
+            Ok(rows) => {
                 if sql == "FLUSH" || (is_dml && self.implicit_flush) {
                     self.mirror.acknowledge().await?;
                 }
                 Ok(Sent::Ok(rows))
             }
-            Ok(Err(_)) if killed.load(Ordering::SeqCst) => Ok(Sent::Killed),
-            Ok(Err(e)) => Err(format!(
+            Err(_) if killed.load(Ordering::SeqCst) => Ok(Sent::Killed),
+            Err(e) => Err(format!(
                 "ebbflow `{sql}` failed with no kill pending: {}",
                 describe_pg_error(&e)
-            )),
-            Err(_) => Err(format!(
-                "ebbflow `{sql}` did not return within {} s",
-                STATEMENT_TIMEOUT.as_secs()
             )),
         }
     }
@@ -283,7 +262,7 @@ impl SeedRun {
             })
         };
         if self.rng.gen_bool(0.3) {
-            self.must(eb, "SET rw_implicit_flush = true").await?;
+            must(eb, "SET rw_implicit_flush = true").await?;
             self.implicit_flush = true;
         }
         let warmup = self.rng.gen_range(3..25);
@@ -365,9 +344,7 @@ impl SeedRun {
         let kept = self.mirror.reconcile(eb).await?;
         self.refresh().await?;
         for t in ["t1", "t3"] {
-            let rows = self
-                .must(eb, &format!("SELECT count(*), count(DISTINCT id) FROM {t}"))
-                .await?;
+            let rows = must(eb, &format!("SELECT count(*), count(DISTINCT id) FROM {t}")).await?;
             if rows.first().map(|r| &r[0]) != rows.first().map(|r| &r[1]) {
                 return Err(format!("{t} holds a primary key twice: {rows:?}"));
             }
@@ -380,14 +357,10 @@ impl SeedRun {
     async fn check_datagen(&mut self, eb: &Client) -> Result<(), String> {
         for (table, bound) in [("gen_seq", None), ("gen_bounded", Some(BOUNDED_ROWS))] {
             let sql = format!("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {table}");
-            let rows = self.must(eb, &sql).await?;
+            let rows = must(eb, &sql).await?;
             let r: Vec<i64> = rows
                 .first()
-                .map(|r| {
-                    r.iter()
-                        .map(|c| c.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0))
-                        .collect()
-                })
+                .map(|r| r.iter().map(|c| cell(c).unwrap_or(0)).collect())
                 .unwrap_or_default();
             let [n, distinct, min, max] = r[..] else {
                 return Err(format!("{sql} returned {rows:?}"));
@@ -419,12 +392,12 @@ impl SeedRun {
         }
         // The unbounded source resumed: it grows beyond what it had at
         // the restart, and FLUSH makes it visible.
-        let before = cell_i64(&self.must(eb, "SELECT max(id) FROM gen_seq").await?);
+        let before = cell_i64(&must(eb, "SELECT max(id) FROM gen_seq").await?);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            self.must(eb, "FLUSH").await?;
-            let now = cell_i64(&self.must(eb, "SELECT max(id) FROM gen_seq").await?);
+            must(eb, "FLUSH").await?;
+            let now = cell_i64(&must(eb, "SELECT max(id) FROM gen_seq").await?);
             self.gen_seq_seen = self.gen_seq_seen.max(now);
             if now > before {
                 break;
@@ -444,10 +417,7 @@ impl SeedRun {
     }
 
     fn fail(&self, what: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join(format!("crash-seed-{}.log", self.seed));
-        let _ = std::fs::write(&path, self.mirror.log.join(";\n") + ";\n");
+        let path = save_log(&format!("crash-seed-{}", self.seed), &self.mirror.log);
         let current = self
             .server
             .as_ref()
@@ -466,12 +436,13 @@ impl SeedRun {
     }
 }
 
+/// Runs a statement that must succeed (no kill pending).
+async fn must(eb: &Client, sql: &str) -> Result<Vec<Row>, String> {
+    common::rows::must(eb, sql, STATEMENT_TIMEOUT).await
+}
+
 fn cell_i64(rows: &[Row]) -> i64 {
-    rows.first()
-        .and_then(|r| r.first())
-        .and_then(|c| c.as_deref())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+    first_cell(rows).unwrap_or(0)
 }
 
 /// An MV over a table that keeps growing equals its query when both are
@@ -502,14 +473,8 @@ async fn check_growing_mv(eb: &Client, name: &str, def: &str) -> Result<(), Stri
 
 async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<u128>), String> {
     let db = format!("crash_{seed}");
-    let admin = common::connect(&pg.conn_str("postgres"))
-        .await
-        .map_err(|e| describe_pg_error(&e))?;
-    run(&admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
-    run(&admin, &format!("CREATE DATABASE {db}")).await?;
-    let pgc = common::connect(&pg.conn_str(&db))
-        .await
-        .map_err(|e| describe_pg_error(&e))?;
+    let admin = pg.create_database(&db).await?;
+    let pgc = common::open(&pg.conn_str(&db)).await?;
     let dir = TempDir::new("ebbflow-crash").map_err(|e| format!("temp dir: {e}"))?;
     let opts = ServerOptions {
         ready_timeout: READY_TIMEOUT,
@@ -536,14 +501,14 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
         st.mirror.create_schema(&eb, &mut st.gen).await?;
         for ddl in DATAGEN {
             st.mirror.note(ddl);
-            st.must(&eb, ddl).await?;
+            must(&eb, ddl).await?;
         }
         for (name, def) in DATAGEN_MVS {
             let sql = format!("CREATE MATERIALIZED VIEW {name} AS {def}");
             st.mirror.note(&sql);
-            st.must(&eb, &sql).await?;
+            must(&eb, &sql).await?;
         }
-        st.must(&eb, "FLUSH").await?;
+        must(&eb, "FLUSH").await?;
         st.mirror.check_mvs(&eb).await?;
         let modes = [
             KillMode::Random,
@@ -581,14 +546,14 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
         // The bounded source ends with exactly its rows.
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            st.must(&eb, "FLUSH").await?;
-            let rows = st.must(&eb, "SELECT count(*) FROM gen_bounded").await?;
+            must(&eb, "FLUSH").await?;
+            let rows = must(&eb, "SELECT count(*) FROM gen_bounded").await?;
             let n = cell_i64(&rows);
             if n == BOUNDED_ROWS {
                 break;
             }
             if Instant::now() > deadline {
-                let seq = st.must(&eb, "SELECT max(id) FROM gen_seq").await?;
+                let seq = must(&eb, "SELECT max(id) FROM gen_seq").await?;
                 return Err(format!(
                     "gen_bounded has {n} rows 20 s after the last restart, not {BOUNDED_ROWS} \
                      (FLUSH returns; gen_seq max id {})",
@@ -601,95 +566,57 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
         for _ in 0..5 {
             let sql = st.next_dml();
             st.mirror.sent(&sql);
-            st.must(&eb, &sql).await?;
+            must(&eb, &sql).await?;
         }
-        st.must(&eb, "FLUSH").await?;
+        must(&eb, "FLUSH").await?;
         st.mirror.acknowledge().await?;
         st.check(&eb).await?;
         Ok::<_, String>(())
     }
     .await
     .map_err(|e| st.fail(&e));
-    if let Some(mut server) = st.server.take() {
-        tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .ok();
+    if let Some(server) = st.server.take() {
+        server.shut_down().await;
     }
     drop(st.mirror);
-    let _ = run(
-        &admin,
-        &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
-    )
-    .await;
-    result.map(|()| (st.kills, st.restart_ms))
+    Postgres::drop_database(&admin, &db).await;
+    result?;
+    say(&format!("crash: seed {seed} ok ({} kills)", st.kills));
+    Ok((st.kills, st.restart_ms))
 }
 
 #[test]
 fn crash_recovery() {
-    if !common::postgres_available() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !in_ci,
-            "PostgreSQL 15 is not installed ({}) but CI=true",
-            common::pg_bin_dir().display()
-        );
-        say("crash: skipped, PostgreSQL 15 is not installed");
+    if common::driver::skip_without_postgres("crash") {
         return;
     }
-    let seeds: Vec<u64> = match std::env::var("CRASH_SEEDS") {
-        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
-        Err(_) => DEFAULT_SEEDS.to_vec(),
-    };
-    let kills = std::env::var("CRASH_KILLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_KILLS);
-    let budget = Duration::from_secs(
-        std::env::var("CRASH_SEED_TIMEOUT_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(120),
-    );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let started = Instant::now();
+    let seeds = env_seeds("CRASH_SEEDS", DEFAULT_SEEDS);
+    let kills = env_or("CRASH_KILLS", DEFAULT_KILLS);
+    let budget = env_secs("CRASH_SEED_TIMEOUT_SECS", 120);
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
-    let mut failures = Vec::new();
-    let mut total_kills = 0;
-    let mut restarts = Vec::new();
-    for &seed in &seeds {
-        let outcome = rt.block_on(async {
-            match tokio::time::timeout(budget, run_seed(&pg, seed, kills)).await {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "seed {seed}: timed out after {} s (a statement, FLUSH or restart hangs?)",
-                    budget.as_secs()
-                )),
-            }
-        });
-        match outcome {
-            Ok((k, ms)) => {
-                total_kills += k;
-                restarts.extend(ms);
-                say(&format!("crash: seed {seed} ok ({k} kills)"));
-            }
-            Err(e) => {
-                say(&format!("crash: seed {seed} FAILED\n{e}\n"));
-                failures.push(seed);
-            }
-        }
-    }
+    let report = run_seeds(
+        "crash",
+        &seeds,
+        budget,
+        "a statement, FLUSH or restart",
+        |seed| run_seed(&pg, seed, kills),
+    );
     drop(pg);
-    let max_restart = restarts.iter().max().copied().unwrap_or(0);
-    say(&format!(
-        "crash: {} passed, {} failed ({total_kills} kills, slowest restart {max_restart} ms) \
-         in {:.1}s",
-        seeds.len() - failures.len(),
-        failures.len(),
-        started.elapsed().as_secs_f64()
+    let total_kills: usize = report.passed.iter().map(|(k, _)| k).sum();
+    let max_restart = report
+        .passed
+        .iter()
+        .flat_map(|(_, ms)| ms)
+        .max()
+        .copied()
+        .unwrap_or(0);
+    say(&report.summary(
+        "crash",
+        &format!("{total_kills} kills, slowest restart {max_restart} ms"),
     ));
-    assert!(failures.is_empty(), "crash failed for seeds {failures:?}");
+    assert!(
+        report.failed.is_empty(),
+        "crash failed for seeds {:?}",
+        report.failed
+    );
 }

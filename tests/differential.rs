@@ -23,23 +23,16 @@
 mod common;
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::time::Instant;
 
 use tokio_postgres::Client;
 
-use common::rows::{canonical, minus, multiset, run, Row};
-use common::workload::{live_ids, Gen, MVS, TABLES};
-use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
+use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
+use common::rows::{canonical, minus, multiset, mv_mismatch, run, run_within, Row};
+use common::workload::{Gen, MVS, TABLES};
+use common::{EbbflowServer, Postgres, ServerOptions};
 
 const DEFAULT_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 const DEFAULT_ROUNDS: usize = 12;
-
-fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
-    let _ = err.flush();
-}
 
 /// The system under test: ebbflow, or (`DIFF_SELF_CHECK=1`, to check the
 /// harness itself) a second PostgreSQL database where MVs become views and
@@ -53,16 +46,8 @@ impl Eb {
     async fn run(&self, sql: &str) -> Result<Vec<Row>, String> {
         if !self.self_check {
             // A hang is reported at the statement that hangs, with the log.
-            let limit = std::time::Duration::from_secs(
-                std::env::var("DIFF_STMT_TIMEOUT_SECS")
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(30),
-            );
-            return match tokio::time::timeout(limit, run(&self.client, sql)).await {
-                Ok(r) => r,
-                Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
-            };
+            let limit = env_secs("DIFF_STMT_TIMEOUT_SECS", 30);
+            return run_within(&self.client, sql, limit).await;
         }
         if sql == "FLUSH" {
             return Ok(Vec::new());
@@ -79,18 +64,12 @@ struct SeedRun {
 
 impl SeedRun {
     fn fail(&self, what: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join(format!("differential-seed-{}.log", self.seed));
-        let _ = std::fs::write(&path, self.log.join(";\n") + ";\n");
-        let tail: Vec<&String> = self.log.iter().rev().take(60).collect();
+        let path = save_log(&format!("differential-seed-{}", self.seed), &self.log);
         let mut msg = format!(
-            "seed {}: {what}\n--- last statements (newest last) ---\n",
-            self.seed
+            "seed {}: {what}\n--- last statements (newest last) ---\n{}\n",
+            self.seed,
+            tail(&self.log, 60)
         );
-        for s in tail.into_iter().rev() {
-            let _ = writeln!(msg, "{s};");
-        }
         let _ = writeln!(msg, "--- full statement log: {} ---", path.display());
         msg
     }
@@ -133,24 +112,8 @@ impl SeedRun {
                     expected.len()
                 ));
             }
-            let (exp, act) = (multiset(&expected), multiset(&actual));
-            if exp != act {
-                let missing = minus(&exp, &act);
-                let extra = minus(&act, &exp);
-                let mut what = format!(
-                    "MV {name} differs after round {round}\n  definition: {def}\n  \
-                     PostgreSQL {} rows, ebbflow {} rows\n",
-                    expected.len(),
-                    actual.len()
-                );
-                let _ = writeln!(what, "  missing in ebbflow ({}):", missing.len());
-                for r in missing.iter().take(20) {
-                    let _ = writeln!(what, "    - {r}");
-                }
-                let _ = writeln!(what, "  extra in ebbflow ({}):", extra.len());
-                for r in extra.iter().take(20) {
-                    let _ = writeln!(what, "    + {r}");
-                }
+            let when = format!("after round {round}");
+            if let Some(what) = mv_mismatch(name, def, &when, &expected, &actual) {
                 return Err(self.fail(&what));
             }
         }
@@ -160,36 +123,24 @@ impl SeedRun {
 
 async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String> {
     let db = format!("diff_{seed}");
-    let admin = common::connect(&pg.conn_str("postgres"))
-        .await
-        .map_err(|e| describe_pg_error(&e))?;
-    run(&admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
-    run(&admin, &format!("CREATE DATABASE {db}")).await?;
-    let pgc = common::connect(&pg.conn_str(&db))
-        .await
-        .map_err(|e| describe_pg_error(&e))?;
+    let admin = pg.create_database(&db).await?;
+    let pgc = common::open(&pg.conn_str(&db)).await?;
 
     let self_check = std::env::var("DIFF_SELF_CHECK").is_ok_and(|v| v == "1");
     let mut server = if self_check {
-        run(&admin, &format!("DROP DATABASE IF EXISTS {db}_b")).await?;
-        run(&admin, &format!("CREATE DATABASE {db}_b")).await?;
+        pg.create_database(&format!("{db}_b")).await?;
         None
     } else {
-        let opts = ServerOptions::default();
-        Some(
-            tokio::task::spawn_blocking(move || EbbflowServer::start(&opts))
-                .await
-                .map_err(|e| e.to_string())??,
-        )
+        Some(EbbflowServer::spawn(ServerOptions::default(), None).await?)
     };
     let eb_conn = match &server {
         Some(s) => s.conn_str(),
         None => pg.conn_str(&format!("{db}_b")),
     };
     let result = async {
-        let client = common::connect(&eb_conn)
+        let client = common::open(&eb_conn)
             .await
-            .map_err(|e| format!("connect to ebbflow: {}", describe_pg_error(&e)))?;
+            .map_err(|e| format!("connect to ebbflow: {e}"))?;
         let eb = Eb { client, self_check };
         let mut state = SeedRun {
             seed,
@@ -200,11 +151,7 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
             state.both(&pgc, &eb, ddl).await?;
         }
         // Rows before the MVs exist: their creation must backfill them.
-        let mut initial = Vec::new();
-        initial.extend(gen.insert_t1(40));
-        initial.push(gen.insert_t2(30));
-        initial.extend(gen.insert_t3(30));
-        for s in &initial {
+        for s in &gen.initial_rows() {
             state.both(&pgc, &eb, s).await?;
         }
         for (name, def) in MVS {
@@ -223,8 +170,7 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
             for s in gen.round() {
                 state.both(&pgc, &eb, &s).await?;
             }
-            gen.t1_ids = live_ids(&pgc, "t1").await?;
-            gen.t3_ids = live_ids(&pgc, "t3").await?;
+            gen.refresh_ids(&pgc).await?;
             state.compare_all(&pgc, &eb, round).await?;
         }
         Ok::<_, String>(state.log.len())
@@ -232,14 +178,12 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
     .await;
     let alive = server.as_mut().is_none_or(|s| s.is_running());
     let log_tail = server.as_ref().map(|s| s.log.tail(30)).unwrap_or_default();
-    if let Some(mut server) = server.take() {
-        tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .ok();
+    if let Some(server) = server.take() {
+        server.shut_down().await;
     }
     drop(pgc);
     for d in [db.clone(), format!("{db}_b")] {
-        let _ = run(&admin, &format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)")).await;
+        Postgres::drop_database(&admin, &d).await;
     }
     match result {
         Ok(n) => {
@@ -255,64 +199,29 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
 
 #[test]
 fn differential_against_postgres() {
-    if !common::postgres_available() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !in_ci,
-            "PostgreSQL 15 is not installed ({}) but CI=true",
-            common::pg_bin_dir().display()
-        );
-        say("differential: skipped, PostgreSQL 15 is not installed");
+    if common::driver::skip_without_postgres("differential") {
         return;
     }
-    let seeds: Vec<u64> = match std::env::var("DIFF_SEEDS") {
-        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
-        Err(_) => DEFAULT_SEEDS.to_vec(),
-    };
-    let rounds = std::env::var("DIFF_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_ROUNDS);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let started = Instant::now();
+    let seeds = env_seeds("DIFF_SEEDS", DEFAULT_SEEDS);
+    let rounds = env_or("DIFF_ROUNDS", DEFAULT_ROUNDS);
+    let budget = env_secs("DIFF_SEED_TIMEOUT_SECS", 150);
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
-    let mut failures = Vec::new();
-    for &seed in &seeds {
-        let budget = std::time::Duration::from_secs(
-            std::env::var("DIFF_SEED_TIMEOUT_SECS")
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(150),
-        );
-        let outcome = rt.block_on(async {
-            match tokio::time::timeout(budget, run_seed(&pg, seed, rounds)).await {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "seed {seed}: timed out after {} s (a statement or FLUSH hangs?)",
-                    budget.as_secs()
-                )),
-            }
-        });
-        if let Err(e) = outcome {
-            say(&format!("differential: seed {seed} FAILED\n{e}\n"));
-            failures.push(seed);
-        }
-    }
+    let report = run_seeds(
+        "differential",
+        &seeds,
+        budget,
+        "a statement or FLUSH",
+        |seed| run_seed(&pg, seed, rounds),
+    );
     drop(pg);
-    say(&format!(
-        "differential: {} passed, {} failed ({} MVs, {rounds} rounds per seed) in {:.1}s",
-        seeds.len() - failures.len(),
-        failures.len(),
-        MVS.len(),
-        started.elapsed().as_secs_f64()
+    say(&report.summary(
+        "differential",
+        &format!("{} MVs, {rounds} rounds per seed", MVS.len()),
     ));
     assert!(
-        failures.is_empty(),
-        "differential failed for seeds {failures:?}"
+        report.failed.is_empty(),
+        "differential failed for seeds {:?}",
+        report.failed
     );
 }
 

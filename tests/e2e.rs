@@ -29,7 +29,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,15 +37,8 @@ use async_trait::async_trait;
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use tokio_postgres::SimpleQueryMessage;
 
+use common::driver::{env_secs, say};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
-
-/// Writes straight to stderr, past libtest's output capture, so the
-/// per-file lines and the closing line are always shown.
-fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
-    let _ = err.flush();
-}
 
 /// A failed statement: the server's message and SQLSTATE, so that
 /// `statement error <regex>` and `statement error (SQLSTATE)` can match.
@@ -216,12 +208,7 @@ enum Outcome {
 }
 
 async fn run_file(file: PathBuf, target: Arc<Target>, index: usize, complete: bool) -> Outcome {
-    let timeout = Duration::from_secs(
-        std::env::var("SLT_FILE_TIMEOUT_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(120),
-    );
+    let timeout = env_secs("SLT_FILE_TIMEOUT_SECS", 120);
     match &*target {
         Target::Ebbflow => {
             let opts = ServerOptions::default();
@@ -249,9 +236,7 @@ async fn run_file(file: PathBuf, target: Arc<Target>, index: usize, complete: bo
                     server.log.tail(30)
                 )),
             };
-            tokio::task::spawn_blocking(move || server.stop())
-                .await
-                .ok();
+            server.shut_down().await;
             outcome
         }
         Target::Postgres(admin) => {

@@ -28,22 +28,25 @@
 //! skipped, except under `CI=true`.
 
 mod common;
+// In a directory of its own: a file in tests/ would be a test target.
+#[path = "scale_differential/ops.rs"]
+mod ops;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use tokio_postgres::Client;
 
-use common::rows::{minus, multiset, run};
+use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
+use common::rows::{cell, mv_mismatch, run, run_within, Row};
 use common::workload::{Gen, MVS, TABLES};
-use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
+use common::{EbbflowServer, Postgres, ServerOptions};
+use ops::{fragments, int, layout, list, squeeze_item, units, Op, Scaler};
 
 const DEFAULT_SEEDS: &[u64] = &[11, 12];
 const DEFAULT_OPS: usize = 220;
@@ -58,23 +61,11 @@ const DATAGEN_TABLE: &str = "CREATE TABLE dg (id int, v int) WITH (connector='da
 const DATAGEN_MV: &str =
     "CREATE MATERIALIZED VIEW mv_dg AS SELECT count(*) AS c, count(DISTINCT id) AS d FROM dg";
 
-fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
-    let _ = err.flush();
-}
-
-type Rows = Vec<Vec<Option<String>>>;
-
 /// One ebbflow statement, bounded in time.
-async fn eb_run(client: &Client, sql: &str) -> Result<Rows, String> {
-    match tokio::time::timeout(STMT_TIMEOUT, run(client, sql)).await {
-        Ok(r) => r,
-        Err(_) => Err(format!(
-            "no answer within {} s to `{sql}`",
-            STMT_TIMEOUT.as_secs()
-        )),
-    }
+async fn eb_run(client: &Client, sql: &str) -> Result<Vec<Row>, String> {
+    run_within(client, sql, STMT_TIMEOUT)
+        .await
+        .map_err(|e| format!("`{sql}`: {e}"))
 }
 
 /// Everything that happened, shared by both tasks, for failure reports.
@@ -89,268 +80,6 @@ impl Log {
     }
     fn all(&self) -> Vec<String> {
         self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-/// Fragment id → (is singleton, owning job id).
-type Fragments = BTreeMap<u32, (bool, u32)>;
-/// Fragment id → sorted (parallel unit, actor id).
-type Layout = BTreeMap<u32, Vec<(u32, u32)>>;
-
-fn int(v: &Option<String>) -> u32 {
-    v.as_deref()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(u32::MAX)
-}
-
-async fn fragments(c: &Client) -> Result<Fragments, String> {
-    let rows = eb_run(
-        c,
-        "SELECT fragment_id, table_id, distribution_type FROM rw_fragments",
-    )
-    .await?;
-    Ok(rows
-        .iter()
-        .map(|r| (int(&r[0]), (r[2].as_deref() == Some("single"), int(&r[1]))))
-        .collect())
-}
-
-async fn layout(c: &Client) -> Result<Layout, String> {
-    let rows = eb_run(
-        c,
-        "SELECT fragment_id, parallel_unit_id, actor_id FROM rw_actors",
-    )
-    .await?;
-    let mut out: Layout = BTreeMap::new();
-    for r in &rows {
-        out.entry(int(&r[0]))
-            .or_default()
-            .push((int(&r[1]), int(&r[2])));
-    }
-    for v in out.values_mut() {
-        v.sort();
-    }
-    Ok(out)
-}
-
-fn units(l: &Layout, f: u32) -> BTreeSet<u32> {
-    l.get(&f)
-        .map(|v| v.iter().map(|x| x.0).collect())
-        .unwrap_or_default()
-}
-
-fn list(s: &BTreeSet<u32>) -> String {
-    s.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-}
-
-/// What a valid operation must leave: fragment → exact set of units.
-type Expect = BTreeMap<u32, BTreeSet<u32>>;
-
-/// A reschedule plan item and its expected result.
-fn plan_item(
-    f: u32,
-    cur: &BTreeSet<u32>,
-    remove: &BTreeSet<u32>,
-    add: &BTreeSet<u32>,
-) -> (String, BTreeSet<u32>) {
-    let mut s = f.to_string();
-    if !remove.is_empty() {
-        let _ = write!(s, "-[{}]", list(remove));
-    }
-    if !add.is_empty() {
-        let _ = write!(s, "+[{}]", list(add));
-    }
-    let new: BTreeSet<u32> = cur.difference(remove).chain(add.iter()).copied().collect();
-    (s, new)
-}
-
-/// The plan item moving fragment `f` (currently on `cur`) onto unit `u` alone.
-fn squeeze_item(f: u32, cur: &BTreeSet<u32>, u: u32) -> Option<String> {
-    let remove: BTreeSet<u32> = cur.iter().copied().filter(|&x| x != u).collect();
-    let add: BTreeSet<u32> = if cur.contains(&u) {
-        BTreeSet::new()
-    } else {
-        [u].into()
-    };
-    if remove.is_empty() && add.is_empty() {
-        return None;
-    }
-    Some(plan_item(f, cur, &remove, &add).0)
-}
-
-enum Op {
-    /// Must succeed and leave the expected layout (`None`: only for job-level
-    /// fixed parallelism, checked by count: job id, n).
-    Valid {
-        sql: String,
-        expect: Expect,
-        job_count: Option<(u32, usize)>,
-    },
-    /// DRY RUN: must succeed, return rows, change nothing.
-    Dry(String),
-    /// Must fail and change nothing.
-    Invalid(String),
-}
-
-struct Scaler {
-    rng: StdRng,
-    jobs: BTreeMap<u32, (String, bool)>, // id → (name, is table)
-}
-
-impl Scaler {
-    fn par(&mut self) -> (String, usize) {
-        if self.rng.gen_bool(0.25) {
-            ("ADAPTIVE".into(), UNITS as usize)
-        } else {
-            let n = self.rng.gen_range(1..=UNITS as usize);
-            (n.to_string(), n)
-        }
-    }
-
-    fn random_reschedule(
-        &mut self,
-        f: u32,
-        single: bool,
-        cur: &BTreeSet<u32>,
-    ) -> (String, BTreeSet<u32>) {
-        let free: Vec<u32> = (0..UNITS).filter(|u| !cur.contains(u)).collect();
-        let used: Vec<u32> = cur.iter().copied().collect();
-        if single || (self.rng.gen_bool(0.3) && !free.is_empty()) {
-            // Migration of one actor.
-            let r = *used.choose(&mut self.rng).expect("an actor");
-            let a = *free.choose(&mut self.rng).expect("a free unit");
-            return plan_item(f, cur, &[r].into(), &[a].into());
-        }
-        loop {
-            let remove: BTreeSet<u32> = used
-                .iter()
-                .copied()
-                .filter(|_| self.rng.gen_bool(0.4))
-                .collect();
-            let add: BTreeSet<u32> = free
-                .iter()
-                .copied()
-                .filter(|_| self.rng.gen_bool(0.5))
-                .collect();
-            let left = cur.len() - remove.len() + add.len();
-            if left >= 1 && !(remove.is_empty() && add.is_empty()) {
-                return plan_item(f, cur, &remove, &add);
-            }
-        }
-    }
-
-    fn next(&mut self, frags: &Fragments, l: &Layout) -> Op {
-        let hash: Vec<u32> = frags
-            .iter()
-            .filter(|(_, v)| !v.0)
-            .map(|(k, _)| *k)
-            .collect();
-        let singles: Vec<u32> = frags.iter().filter(|(_, v)| v.0).map(|(k, _)| *k).collect();
-        match self.rng.gen_range(0..100) {
-            0..=14 => {
-                let jobs: Vec<u32> = self.jobs.keys().copied().collect();
-                let job = *jobs.choose(&mut self.rng).expect("jobs");
-                let (name, is_table) = self.jobs[&job].clone();
-                let (p, n) = self.par();
-                let kind = if is_table {
-                    "TABLE"
-                } else {
-                    "MATERIALIZED VIEW"
-                };
-                Op::Valid {
-                    sql: format!("ALTER {kind} {name} SET PARALLELISM = {p}"),
-                    expect: Expect::new(),
-                    job_count: Some((job, n)),
-                }
-            }
-            15..=34 => {
-                let f = *hash.choose(&mut self.rng).expect("hash fragments");
-                let (p, n) = self.par();
-                let _ = n;
-                let all: BTreeSet<u32> = (0..UNITS).collect();
-                let mut expect = Expect::new();
-                if n == UNITS as usize {
-                    expect.insert(f, all);
-                }
-                let sql = format!("ALTER FRAGMENT {f} SET PARALLELISM = {p}");
-                // The count is checked below through a one-fragment "job".
-                Op::Valid {
-                    sql,
-                    expect,
-                    job_count: Some((u32::MAX - f, n)),
-                }
-            }
-            35..=64 => {
-                let f = *hash.choose(&mut self.rng).expect("hash fragments");
-                let cur = units(l, f);
-                let (item, new) = self.random_reschedule(f, false, &cur);
-                Op::Valid {
-                    sql: format!("ALTER SYSTEM RESCHEDULE '{item}'"),
-                    expect: [(f, new)].into(),
-                    job_count: None,
-                }
-            }
-            65..=79 => {
-                let f = *singles.choose(&mut self.rng).expect("singleton fragments");
-                let cur = units(l, f);
-                let (item, new) = self.random_reschedule(f, true, &cur);
-                Op::Valid {
-                    sql: format!("ALTER SYSTEM RESCHEDULE '{item}'"),
-                    expect: [(f, new)].into(),
-                    job_count: None,
-                }
-            }
-            80..=89 => {
-                // Several fragments in one plan.
-                let all: Vec<u32> = frags.keys().copied().collect();
-                let n = self.rng.gen_range(2..=3);
-                let picked: Vec<u32> = all.choose_multiple(&mut self.rng, n).copied().collect();
-                let mut items = Vec::new();
-                let mut expect = Expect::new();
-                for f in picked {
-                    let cur = units(l, f);
-                    let (item, new) = self.random_reschedule(f, frags[&f].0, &cur);
-                    items.push(item);
-                    expect.insert(f, new);
-                }
-                Op::Valid {
-                    sql: format!("ALTER SYSTEM RESCHEDULE '{}'", items.join("; ")),
-                    expect,
-                    job_count: None,
-                }
-            }
-            90..=94 => {
-                let f = *frags
-                    .keys()
-                    .collect::<Vec<_>>()
-                    .choose(&mut self.rng)
-                    .expect("fragments");
-                let cur = units(l, *f);
-                let (item, _) = self.random_reschedule(*f, frags[f].0, &cur);
-                Op::Dry(format!("ALTER SYSTEM RESCHEDULE '{item}' DRY RUN"))
-            }
-            _ => {
-                let h = *hash.choose(&mut self.rng).expect("hash fragments");
-                let s = *singles.choose(&mut self.rng).expect("singleton fragments");
-                let hu = units(l, h);
-                let unused: Vec<u32> = (0..UNITS).filter(|u| !hu.contains(u)).collect();
-                let sql = match self.rng.gen_range(0..7) {
-                    0 => format!("ALTER FRAGMENT {h} SET PARALLELISM = {}", UNITS + 1),
-                    1 => format!("ALTER FRAGMENT {s} SET PARALLELISM = 2"),
-                    2 => format!(
-                        "ALTER SYSTEM RESCHEDULE '{h}+[{}]'",
-                        hu.iter().next().expect("a unit")
-                    ),
-                    3 if !unused.is_empty() => {
-                        format!("ALTER SYSTEM RESCHEDULE '{h}-[{}]'", unused[0])
-                    }
-                    3 | 4 => format!("ALTER SYSTEM RESCHEDULE '{h}+[{}]'", UNITS + 3),
-                    5 => "ALTER FRAGMENT 9999 SET PARALLELISM = 2".into(),
-                    _ => format!("ALTER SYSTEM RESCHEDULE '{h}-[{}]'", list(&hu)),
-                };
-                Op::Invalid(sql)
-            }
-        }
     }
 }
 
@@ -370,11 +99,8 @@ struct SeedState {
 
 impl SeedState {
     fn fail(&self, what: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join(format!("scale-differential-seed-{}.log", self.seed));
         let all = self.log.all();
-        let _ = std::fs::write(&path, all.join(";\n") + ";\n");
+        let path = save_log(&format!("scale-differential-seed-{}", self.seed), &all);
         let mut msg = format!(
             "seed {}: {what}\n--- scale operations since the last good check ---\n",
             self.seed
@@ -382,17 +108,11 @@ impl SeedState {
         for s in &self.since_check {
             let _ = writeln!(msg, "{s};");
         }
-        let _ = writeln!(msg, "--- last statements of both tasks (newest last) ---");
-        for s in all
-            .iter()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
-            let _ = writeln!(msg, "{s};");
-        }
+        let _ = writeln!(
+            msg,
+            "--- last statements of both tasks (newest last) ---\n{}",
+            tail(&all, 40)
+        );
         let _ = writeln!(msg, "--- full log: {} ---", path.display());
         msg
     }
@@ -411,23 +131,8 @@ async fn compare_all(st: &SeedState, pg: &Client, eb: &Client, check: usize) -> 
         let actual = eb_run(eb, &sql)
             .await
             .map_err(|e| st.fail(&format!("ebbflow {name}: {e}")))?;
-        let (exp, act) = (multiset(&expected), multiset(&actual));
-        if exp != act {
-            let missing = minus(&exp, &act);
-            let extra = minus(&act, &exp);
-            let mut what = format!(
-                "MV {name} differs at check {check}\n  definition: {def}\n  PostgreSQL {} rows, ebbflow {} rows\n",
-                expected.len(),
-                actual.len()
-            );
-            let _ = writeln!(what, "  missing in ebbflow ({}):", missing.len());
-            for r in missing.iter().take(20) {
-                let _ = writeln!(what, "    - {r}");
-            }
-            let _ = writeln!(what, "  extra in ebbflow ({}):", extra.len());
-            for r in extra.iter().take(20) {
-                let _ = writeln!(what, "    + {r}");
-            }
+        let when = format!("at check {check}");
+        if let Some(what) = mv_mismatch(name, def, &when, &expected, &actual) {
             return Err(st.fail(&what));
         }
     }
@@ -437,11 +142,7 @@ async fn compare_all(st: &SeedState, pg: &Client, eb: &Client, check: usize) -> 
     let t = eb_run(eb, "SELECT count(*), count(DISTINCT id) FROM dg")
         .await
         .map_err(|e| st.fail(&e))?;
-    let num = |r: &Rows, i: usize| {
-        r.first()
-            .and_then(|r| r[i].as_deref())
-            .and_then(|s| s.parse::<i64>().ok())
-    };
+    let num = |r: &[Row], i: usize| r.first().and_then(|r| cell::<i64>(&r[i]));
     let (c, d, tc, td) = (num(&mv, 0), num(&mv, 1), num(&t, 0), num(&t, 1));
     match (c, d, tc, td) {
         (Some(c), Some(d), Some(tc), Some(td)) if c == d && tc == td && c <= tc && tc <= DATAGEN_ROWS => Ok(()),
@@ -481,13 +182,7 @@ async fn dml_task(
                 }
             }
         }
-        let ids = |rows: Rows| -> BTreeSet<i32> {
-            rows.iter()
-                .filter_map(|r| r[0].as_deref().and_then(|s| s.parse().ok()))
-                .collect()
-        };
-        gen.t1_ids = ids(run(&pg, "SELECT id FROM t1").await?);
-        gen.t3_ids = ids(run(&pg, "SELECT id FROM t3").await?);
+        gen.refresh_ids(&pg).await?;
         drop(_g);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -496,26 +191,13 @@ async fn dml_task(
 
 async fn run_seed(pg: &Postgres, seed: u64, ops: usize) -> Result<(usize, usize), String> {
     let db = format!("scale_{seed}");
-    let admin = common::connect(&pg.conn_str("postgres"))
-        .await
-        .map_err(|e| describe_pg_error(&e))?;
-    run(&admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
-    run(&admin, &format!("CREATE DATABASE {db}")).await?;
-    let opts = ServerOptions::default();
-    let mut server = tokio::task::spawn_blocking(move || EbbflowServer::start(&opts))
-        .await
-        .map_err(|e| e.to_string())??;
+    let admin = pg.create_database(&db).await?;
+    let mut server = EbbflowServer::spawn(ServerOptions::default(), None).await?;
     let result = seed_body(pg, &db, &server, seed, ops).await;
     let alive = server.is_running();
     let tail = server.log.tail(30);
-    tokio::task::spawn_blocking(move || server.stop())
-        .await
-        .ok();
-    let _ = run(
-        &admin,
-        &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
-    )
-    .await;
+    server.shut_down().await;
+    Postgres::drop_database(&admin, &db).await;
     result.map_err(|e| {
         if alive {
             format!("{e}\n--- last server log lines ---\n{tail}")
@@ -532,23 +214,17 @@ async fn seed_body(
     seed: u64,
     ops: usize,
 ) -> Result<(usize, usize), String> {
-    let connect =
-        |s: String| async move { common::connect(&s).await.map_err(|e| describe_pg_error(&e)) };
-    let pg_dml = connect(pg.conn_str(db)).await?;
-    let pg_chk = connect(pg.conn_str(db)).await?;
-    let eb_dml = connect(server.conn_str()).await?;
-    let eb = connect(server.conn_str()).await?;
+    let pg_dml = common::open(&pg.conn_str(db)).await?;
+    let pg_chk = common::open(&pg.conn_str(db)).await?;
+    let eb_dml = common::open(&server.conn_str()).await?;
+    let eb = common::open(&server.conn_str()).await?;
     let log = Log::default();
     let mut st = SeedState {
         seed,
         log: log.clone(),
         since_check: Vec::new(),
     };
-    let mut gen = Gen {
-        rng: StdRng::seed_from_u64(seed),
-        t1_ids: BTreeSet::new(),
-        t3_ids: BTreeSet::new(),
-    };
+    let mut gen = Gen::new(seed);
 
     let both = |sql: String| {
         let (pgc, ebc, log) = (&pg_dml, &eb_dml, log.clone());
@@ -566,11 +242,7 @@ async fn seed_body(
     for ddl in TABLES {
         both(ddl.to_string()).await.map_err(|e| st.fail(&e))?;
     }
-    let mut initial = Vec::new();
-    initial.extend(gen.insert_t1(40));
-    initial.push(gen.insert_t2(30));
-    initial.extend(gen.insert_t3(30));
-    for s in initial {
+    for s in gen.initial_rows() {
         both(s).await.map_err(|e| st.fail(&e))?;
     }
     for sql in [DATAGEN_TABLE, DATAGEN_MV] {
@@ -845,62 +517,26 @@ async fn seed_body(
 
 #[test]
 fn scale_under_load_against_postgres() {
-    if !common::postgres_available() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!in_ci, "PostgreSQL 15 is not installed but CI=true");
-        say("scale: skipped, PostgreSQL 15 is not installed");
+    if common::driver::skip_without_postgres("scale") {
         return;
     }
-    let seeds: Vec<u64> = match std::env::var("SCALE_SEEDS") {
-        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
-        Err(_) => DEFAULT_SEEDS.to_vec(),
-    };
-    let ops = std::env::var("SCALE_OPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_OPS);
-    let budget = Duration::from_secs(
-        std::env::var("SCALE_SEED_TIMEOUT_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(110),
-    );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let started = Instant::now();
+    let seeds = env_seeds("SCALE_SEEDS", DEFAULT_SEEDS);
+    let ops = env_or("SCALE_OPS", DEFAULT_OPS);
+    let budget = env_secs("SCALE_SEED_TIMEOUT_SECS", 110);
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
-    let mut failures = Vec::new();
-    let mut total_ops = 0;
-    for &seed in &seeds {
-        let outcome = rt.block_on(async {
-            match tokio::time::timeout(budget, run_seed(&pg, seed, ops)).await {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "seed {seed}: timed out after {} s",
-                    budget.as_secs()
-                )),
-            }
-        });
-        match outcome {
-            Ok((n, _)) => total_ops += n,
-            Err(e) => {
-                say(&format!("scale: seed {seed} FAILED\n{e}\n"));
-                failures.push(seed);
-            }
-        }
-    }
+    let report = run_seeds(
+        "scale",
+        &seeds,
+        budget,
+        "a statement, FLUSH or reschedule",
+        |seed| run_seed(&pg, seed, ops),
+    );
     drop(pg);
-    say(&format!(
-        "scale: {} passed, {} failed ({total_ops} operations) in {:.1}s",
-        seeds.len() - failures.len(),
-        failures.len(),
-        started.elapsed().as_secs_f64()
-    ));
+    let total_ops: usize = report.passed.iter().map(|(n, _)| n).sum();
+    say(&report.summary("scale", &format!("{total_ops} operations")));
     assert!(
-        failures.is_empty(),
-        "scale differential failed for seeds {failures:?}"
+        report.failed.is_empty(),
+        "scale differential failed for seeds {:?}",
+        report.failed
     );
 }

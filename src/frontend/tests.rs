@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::{DataType, Op, Row, ScalarValue, StreamChunk};
-use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind};
-use crate::meta::service::{relation_desc, table_columns, Parallelism};
+use crate::frontend::session::{create_mv_job, create_table_job, LocalSessionFactory};
+use crate::frontend::{Session, SessionFactory, StatementResult};
+use crate::meta::catalog::{ColumnDesc, RelationDesc};
+use crate::meta::service::Parallelism;
 use crate::meta::{Meta, MetaConfig};
 use crate::planner::logical::{JoinKind, LogicalPlan, OrderKey};
-use crate::planner::stream::{plan_table, StreamPlanner};
 
 fn meta() -> Arc<Meta> {
     Meta::start(MetaConfig {
@@ -20,29 +21,22 @@ fn meta() -> Arc<Meta> {
     })
 }
 
-async fn create_table(
-    meta: &Meta,
-    name: &str,
-    cols: &[(&str, DataType)],
-    pk: Vec<usize>,
-) -> Arc<RelationDesc> {
-    let columns = cols.iter().map(|(n, t)| ColumnDesc::new(*n, *t)).collect();
-    let (columns, pk, user_pk) = table_columns(columns, pk);
-    let id = meta.alloc_table_id();
-    let graph = plan_table(id, &columns, &pk, user_pk, None);
-    let desc = relation_desc(
-        id,
+/// A table of BIGINT columns, primary key `pk` (none: a hidden row id).
+async fn create_table(meta: &Meta, name: &str, cols: &[&str], pk: Vec<usize>) -> Arc<RelationDesc> {
+    let columns = cols
+        .iter()
+        .map(|n| ColumnDesc::new(*n, DataType::Int64))
+        .collect();
+    create_table_job(
+        meta,
         name.into(),
-        RelationKind::Table,
         columns,
         pk,
-        user_pk,
-        None,
         BTreeMap::new(),
-    );
-    meta.create_job(desc, graph, Parallelism::Adaptive)
-        .await
-        .unwrap();
+        Parallelism::Adaptive,
+    )
+    .await
+    .unwrap();
     meta.relation_by_name(name).unwrap()
 }
 
@@ -52,32 +46,25 @@ async fn create_mv(
     plan: LogicalPlan,
     names: &[&str],
 ) -> Arc<RelationDesc> {
-    let id = meta.alloc_table_id();
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    let graph = {
-        let snap = meta.with_state(|st| {
-            crate::meta::graph::UpstreamSnapshot::of(st, st.relations.keys().copied())
-        });
-        let m = meta.clone();
-        let mut alloc = move || m.alloc_table_id();
-        StreamPlanner::new(&snap, &mut alloc)
-            .plan_mv(&plan, &names, id)
-            .unwrap()
-    };
-    let desc = relation_desc(
-        id,
+    create_mv_job(
+        meta,
         name.into(),
-        RelationKind::MaterializedView,
-        graph.columns.clone(),
-        graph.pk.clone(),
-        false,
-        Some("test".into()),
+        &plan,
+        &names,
+        "test".into(),
         BTreeMap::new(),
-    );
-    meta.create_job(desc, graph, Parallelism::Adaptive)
-        .await
-        .unwrap();
+        Parallelism::Adaptive,
+    )
+    .await
+    .unwrap();
     meta.relation_by_name(name).unwrap()
+}
+
+fn scan(relation: &Arc<RelationDesc>) -> LogicalPlan {
+    LogicalPlan::Scan {
+        relation: relation.clone(),
+    }
 }
 
 fn i(v: i64) -> Option<ScalarValue> {
@@ -99,13 +86,7 @@ fn sorted_visible(meta: &Meta, r: &RelationDesc) -> Vec<Row> {
 #[tokio::test]
 async fn table_and_mv_on_it_with_backfill() {
     let meta = meta();
-    let t = create_table(
-        &meta,
-        "t",
-        &[("k", DataType::Int64), ("v", DataType::Int64)],
-        vec![0],
-    )
-    .await;
+    let t = create_table(&meta, "t", &["k", "v"], vec![0]).await;
     meta.write_dml(
         t.id,
         StreamChunk::inserts(vec![vec![i(1), i(10)], vec![i(2), i(20)]]),
@@ -114,15 +95,7 @@ async fn table_and_mv_on_it_with_backfill() {
     .unwrap();
     meta.flush().await.unwrap();
     // backfill: the MV sees rows that existed before it
-    let mv = create_mv(
-        &meta,
-        "mv",
-        LogicalPlan::Scan {
-            relation: t.clone(),
-        },
-        &["k", "v"],
-    )
-    .await;
+    let mv = create_mv(&meta, "mv", scan(&t), &["k", "v"]).await;
     assert_eq!(
         sorted_visible(&meta, &mv),
         vec![vec![i(1), i(10)], vec![i(2), i(20)]]
@@ -153,20 +126,8 @@ async fn table_and_mv_on_it_with_backfill() {
 #[tokio::test]
 async fn joins_of_every_kind() {
     let meta = meta();
-    let a = create_table(
-        &meta,
-        "a",
-        &[("id", DataType::Int64), ("k", DataType::Int64)],
-        vec![0],
-    )
-    .await;
-    let b = create_table(
-        &meta,
-        "b",
-        &[("id", DataType::Int64), ("k", DataType::Int64)],
-        vec![0],
-    )
-    .await;
+    let a = create_table(&meta, "a", &["id", "k"], vec![0]).await;
+    let b = create_table(&meta, "b", &["id", "k"], vec![0]).await;
     let mut mvs = Vec::new();
     for (n, kind) in [
         ("inner", JoinKind::Inner),
@@ -175,12 +136,8 @@ async fn joins_of_every_kind() {
         ("full", JoinKind::Full),
     ] {
         let plan = LogicalPlan::Join {
-            left: Box::new(LogicalPlan::Scan {
-                relation: a.clone(),
-            }),
-            right: Box::new(LogicalPlan::Scan {
-                relation: b.clone(),
-            }),
+            left: Box::new(scan(&a)),
+            right: Box::new(scan(&b)),
             kind,
             on: vec![(1, 1)],
             condition: None,
@@ -256,14 +213,12 @@ async fn joins_of_every_kind() {
 #[tokio::test]
 async fn top_n_union_and_mv_on_mv() {
     let meta = meta();
-    let t = create_table(&meta, "t", &[("v", DataType::Int64)], vec![]).await;
+    let t = create_table(&meta, "t", &["v"], vec![]).await;
     let top = create_mv(
         &meta,
         "top2",
         LogicalPlan::TopN {
-            input: Box::new(LogicalPlan::Scan {
-                relation: t.clone(),
-            }),
+            input: Box::new(scan(&t)),
             order: vec![OrderKey {
                 index: 0,
                 desc: true,
@@ -279,14 +234,7 @@ async fn top_n_union_and_mv_on_mv() {
         &meta,
         "u",
         LogicalPlan::Union {
-            inputs: vec![
-                LogicalPlan::Scan {
-                    relation: t.clone(),
-                },
-                LogicalPlan::Scan {
-                    relation: top.clone(),
-                },
-            ],
+            inputs: vec![scan(&t), scan(&top)],
         },
         &["v"],
     )
@@ -316,9 +264,7 @@ async fn datagen_feeds_a_table_exactly_once() {
         ColumnDesc::new("id", DataType::Int32),
         ColumnDesc::new("v", DataType::Int32),
     ];
-    let (columns, pk, user_pk) = table_columns(columns, vec![]);
-    let mut opts = BTreeMap::new();
-    for (k, v) in [
+    let opts = [
         ("connector", "datagen"),
         ("rows_per_second", "20000"),
         ("fields.id.kind", "sequence"),
@@ -327,36 +273,20 @@ async fn datagen_feeds_a_table_exactly_once() {
         ("fields.v.kind", "random"),
         ("fields.v.min", "1"),
         ("fields.v.max", "10"),
-    ] {
-        opts.insert(k.to_string(), v.to_string());
-    }
-    let cols: Vec<(String, DataType, bool)> = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.name.clone(), c.data_type, pk == [i]))
-        .collect();
-    let gen = crate::stream::datagen::DatagenDesc::from_options(&opts, &cols).unwrap();
-    let id = meta.alloc_table_id();
-    let graph = plan_table(
-        id,
-        &columns,
-        &pk,
-        user_pk,
-        Some((gen, meta.alloc_table_id())),
-    );
-    let desc = relation_desc(
-        id,
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    create_table_job(
+        &meta,
         "g".into(),
-        RelationKind::Table,
         columns,
-        pk,
-        user_pk,
-        None,
+        vec![],
         opts,
-    );
-    meta.create_job(desc, graph, Parallelism::Adaptive)
-        .await
-        .unwrap();
+        Parallelism::Adaptive,
+    )
+    .await
+    .unwrap();
     let t = meta.relation_by_name("g").unwrap();
     let mut n = 0;
     for _ in 0..200 {
@@ -384,22 +314,8 @@ async fn datagen_feeds_a_table_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn actor_failure_recovers_from_last_committed_epoch() {
     let meta = meta();
-    let t = create_table(
-        &meta,
-        "t",
-        &[("k", DataType::Int64), ("v", DataType::Int64)],
-        vec![0],
-    )
-    .await;
-    let mv = create_mv(
-        &meta,
-        "mv",
-        LogicalPlan::Scan {
-            relation: t.clone(),
-        },
-        &["k", "v"],
-    )
-    .await;
+    let t = create_table(&meta, "t", &["k", "v"], vec![0]).await;
+    let mv = create_mv(&meta, "mv", scan(&t), &["k", "v"]).await;
     meta.write_dml(t.id, StreamChunk::inserts(vec![vec![i(1), i(1)]]))
         .await
         .unwrap();
@@ -430,15 +346,20 @@ async fn actor_failure_recovers_from_last_committed_epoch() {
     assert_eq!(sorted_visible(&meta, &t), rows);
 }
 
-/// Run SQL through a session and render the rows of the last statement as
-/// sorted text lines.
-async fn sql(session: &dyn crate::frontend::Session, q: &str) -> Vec<String> {
+/// A SQL session on `meta`.
+fn session(meta: &Arc<Meta>) -> Arc<dyn Session> {
+    LocalSessionFactory { meta: meta.clone() }.new_session("root", "dev")
+}
+
+/// Run SQL through a session (any error fails the test) and render the
+/// rows of the last statement as sorted text lines.
+async fn sql(session: &dyn Session, q: &str) -> Vec<String> {
     let (results, err) = session.run_simple(q).await;
     if let Some(e) = err {
         panic!("{q}: {} ({})", e.message, e.code);
     }
     let mut lines: Vec<String> = match results.last() {
-        Some(crate::frontend::StatementResult::Rows { rows, .. }) => rows
+        Some(StatementResult::Rows { rows, .. }) => rows
             .iter()
             .map(|r| {
                 r.iter()
@@ -458,9 +379,7 @@ async fn sql(session: &dyn crate::frontend::Session, q: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_aggregates_min_max_retraction() {
-    use crate::frontend::SessionFactory;
-    let meta = meta();
-    let s = crate::frontend::session::LocalSessionFactory { meta }.new_session("root", "dev");
+    let s = session(&meta());
     sql(&*s, "SET rw_implicit_flush = true").await;
     sql(&*s, "CREATE TABLE t (k int, v int)").await;
     sql(
@@ -502,11 +421,9 @@ async fn sql_aggregates_min_max_retraction() {
 /// writing; afterwards every MV equals its query re-run as a batch SELECT.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaling_under_concurrent_writes_is_exact() {
-    use crate::frontend::SessionFactory;
     use rand::{Rng, SeedableRng};
     let meta = meta();
-    let factory = crate::frontend::session::LocalSessionFactory { meta: meta.clone() };
-    let s = factory.new_session("root", "dev");
+    let s = session(&meta);
     sql(&*s, "CREATE TABLE a (id int PRIMARY KEY, k int, v int)").await;
     sql(&*s, "CREATE TABLE b (k int, w int)").await;
     let mvs = [
@@ -529,7 +446,7 @@ async fn scaling_under_concurrent_writes_is_exact() {
     .await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
-        let w = factory.new_session("root", "dev");
+        let w = session(&meta);
         let stop = stop.clone();
         tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(1);
@@ -553,8 +470,7 @@ async fn scaling_under_concurrent_writes_is_exact() {
                         rng.gen_range(0..100)
                     ),
                 };
-                let (_, err) = w.run_simple(&stmt).await;
-                assert!(err.is_none(), "{stmt}: {err:?}");
+                sql(&*w, &stmt).await;
                 n += 1;
             }
             n
@@ -578,10 +494,7 @@ async fn scaling_under_concurrent_writes_is_exact() {
             1 => "ADAPTIVE".to_string(),
             _ => rng.gen_range(1..=4).to_string(),
         };
-        let (_, err) = s
-            .run_simple(&format!("ALTER {t} SET PARALLELISM = {p}"))
-            .await;
-        assert!(err.is_none(), "ALTER {t} SET PARALLELISM = {p}: {err:?}");
+        sql(&*s, &format!("ALTER {t} SET PARALLELISM = {p}")).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

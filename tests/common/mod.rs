@@ -1,13 +1,16 @@
 //! Helpers shared by the integration tests: free ports, temp dirs, an
 //! ebbflow server child process and a throwaway PostgreSQL 15 server.
-//! `rows` compares query results; `workload` is the random SQL workload
-//! (tables, MVs, DML generator) and its PostgreSQL mirror.
+//! `rows` runs statements and compares query results; `workload` is the
+//! random SQL workload (tables, MVs, DML generator) and its PostgreSQL
+//! mirror; `driver` is how a seeded test runs (knobs, runtime, per-seed
+//! loop, progress lines, statement logs).
 //!
 //! Every process started here is stopped when its guard is dropped, also
 //! when the test panics, so a failing test never leaves servers behind.
 
 #![allow(dead_code)]
 
+pub mod driver;
 pub mod rows;
 pub mod workload;
 
@@ -103,26 +106,27 @@ impl LogTail {
     }
 }
 
-/// Sends SIGTERM to `pid` (no libc dependency: the `kill` utility).
-fn sigterm(pid: u32) {
+/// Sends `signal` (`TERM`, `KILL`) to `pid` (no libc dependency: the
+/// `kill` utility).
+fn signal(pid: u32, signal: &str) {
     let _ = Command::new("kill")
-        .arg("-TERM")
+        .arg(format!("-{signal}"))
         .arg(pid.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
 }
 
+/// Sends SIGTERM to `pid`.
+fn sigterm(pid: u32) {
+    signal(pid, "TERM");
+}
+
 /// Sends SIGKILL to `pid`. For a kill from another thread or task while
 /// the owner of the `Child` keeps it: the pid cannot be reused before the
 /// owner reaps the child, so this never hits another process.
 pub fn sigkill(pid: u32) {
-    let _ = Command::new("kill")
-        .arg("-KILL")
-        .arg(pid.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    signal(pid, "KILL");
 }
 
 /// Waits up to `timeout` for the child to exit.
@@ -316,6 +320,25 @@ impl EbbflowServer {
         }
     }
 
+    /// [`EbbflowServer::start`], or [`EbbflowServer::start_in`] `data_dir`,
+    /// from async code: the wait for the server runs on a blocking thread.
+    pub async fn spawn(
+        opts: ServerOptions,
+        data_dir: Option<PathBuf>,
+    ) -> Result<EbbflowServer, String> {
+        tokio::task::spawn_blocking(move || match data_dir {
+            Some(dir) => Self::start_in(&opts, &dir),
+            None => Self::start(&opts),
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// [`EbbflowServer::stop`] from async code.
+    pub async fn shut_down(mut self) {
+        let _ = tokio::task::spawn_blocking(move || self.stop()).await;
+    }
+
     /// tokio-postgres connection string.
     pub fn conn_str(&self) -> String {
         format!(
@@ -498,6 +521,21 @@ impl Postgres {
         )
     }
 
+    /// Creates database `db` afresh (dropping what an earlier run left)
+    /// and returns an admin session, to drop it with
+    /// [`Postgres::drop_database`] at the end.
+    pub async fn create_database(&self, db: &str) -> Result<tokio_postgres::Client, String> {
+        let admin = open(&self.conn_str("postgres")).await?;
+        rows::run(&admin, &format!("DROP DATABASE IF EXISTS {db}")).await?;
+        rows::run(&admin, &format!("CREATE DATABASE {db}")).await?;
+        Ok(admin)
+    }
+
+    /// Drops database `db`, ending its sessions. Best effort: cleanup.
+    pub async fn drop_database(admin: &tokio_postgres::Client, db: &str) {
+        let _ = rows::run(admin, &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
+    }
+
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
@@ -537,6 +575,11 @@ pub async fn connect(conn_str: &str) -> Result<tokio_postgres::Client, tokio_pos
         let _ = connection.await;
     });
     Ok(client)
+}
+
+/// [`connect`] with the error as [`describe_pg_error`] tells it.
+pub async fn open(conn_str: &str) -> Result<tokio_postgres::Client, String> {
+    connect(conn_str).await.map_err(|e| describe_pg_error(&e))
 }
 
 /// A tokio-postgres error with the server's message, SQLSTATE, detail and hint.

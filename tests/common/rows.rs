@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::time::Duration;
 
 use rust_decimal::Decimal;
 use tokio_postgres::{Client, SimpleQueryMessage};
@@ -33,6 +34,43 @@ pub async fn run_raw(client: &Client, sql: &str) -> Result<Vec<Row>, tokio_postg
         }
     }
     Ok(rows)
+}
+
+/// [`run_raw`] bounded by `limit`: the outer error is a statement that
+/// hangs (`no answer within N s`), the inner one the driver's.
+pub async fn run_raw_within(
+    client: &Client,
+    sql: &str,
+    limit: Duration,
+) -> Result<Result<Vec<Row>, tokio_postgres::Error>, String> {
+    tokio::time::timeout(limit, run_raw(client, sql))
+        .await
+        .map_err(|_| format!("no answer within {} s", limit.as_secs()))
+}
+
+/// [`run`] bounded by `limit`.
+pub async fn run_within(client: &Client, sql: &str, limit: Duration) -> Result<Vec<Row>, String> {
+    run_raw_within(client, sql, limit)
+        .await?
+        .map_err(|e| describe_pg_error(&e))
+}
+
+/// [`run_within`] for an ebbflow statement that must succeed: the error
+/// names it.
+pub async fn must(client: &Client, sql: &str, limit: Duration) -> Result<Vec<Row>, String> {
+    run_within(client, sql, limit)
+        .await
+        .map_err(|e| format!("ebbflow `{sql}`: {e}"))
+}
+
+/// A text cell parsed, if it is there and parses.
+pub fn cell<T: FromStr>(c: &Option<String>) -> Option<T> {
+    c.as_deref().and_then(|s| s.parse().ok())
+}
+
+/// The first cell of the first row, parsed.
+pub fn first_cell<T: FromStr>(rows: &[Row]) -> Option<T> {
+    rows.first().and_then(|r| r.first()).and_then(cell)
 }
 
 /// Text of a value for comparison: numbers by value (so `1.50` = `1.5` and
@@ -86,4 +124,27 @@ pub fn diff_report(expected: &Multiset, actual: &Multiset, limit: usize) -> Stri
         let _ = writeln!(s, "    + {r}");
     }
     s
+}
+
+/// Why an MV's rows (`actual`, from ebbflow) differ from PostgreSQL's view
+/// of the same definition (`expected`), or `None` if they are the same
+/// multiset. `when` says at which point of the test, e.g. `after round 3`.
+pub fn mv_mismatch(
+    name: &str,
+    def: &str,
+    when: &str,
+    expected: &[Row],
+    actual: &[Row],
+) -> Option<String> {
+    let (exp, act) = (multiset(expected), multiset(actual));
+    if exp == act {
+        return None;
+    }
+    Some(format!(
+        "MV {name} differs {when}\n  definition: {def}\n  PostgreSQL {} rows, ebbflow {} \
+         rows\n(PostgreSQL = expected, ebbflow = actual)\n{}",
+        expected.len(),
+        actual.len(),
+        diff_report(&exp, &act, 20)
+    ))
 }

@@ -136,6 +136,16 @@ impl Gen {
         Ok(())
     }
 
+    /// INSERTs of a few rows into each table, for before the MVs exist
+    /// (so that their creation backfills).
+    pub fn initial_rows(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        out.extend(self.insert_t1(40));
+        out.push(self.insert_t2(30));
+        out.extend(self.insert_t3(30));
+        out
+    }
+
     pub fn null(&mut self, p: f64) -> bool {
         self.rng.gen_bool(p)
     }
@@ -393,11 +403,7 @@ impl Mirror {
         for ddl in TABLES {
             self.both_ddl(eb, ddl, ddl).await?;
         }
-        let mut initial = Vec::new();
-        initial.extend(gen.insert_t1(40));
-        initial.push(gen.insert_t2(30));
-        initial.extend(gen.insert_t3(30));
-        for s in &initial {
+        for s in &gen.initial_rows() {
             self.sent(s);
             run(eb, s)
                 .await
@@ -666,12 +672,7 @@ impl Mirror {
 
     /// The last `n` log entries, newest last.
     pub fn log_tail(&self, n: usize) -> String {
-        let skip = self.log.len().saturating_sub(n);
-        self.log[skip..]
-            .iter()
-            .map(|s| format!("{s};"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        super::driver::tail(&self.log, n)
     }
 }
 

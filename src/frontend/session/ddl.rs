@@ -1,0 +1,278 @@
+//! CREATE, DROP, ALTER … SET PARALLELISM and ALTER SYSTEM RESCHEDULE.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{command, fields, int, rows_result, text, FResult, LocalSession};
+use crate::common::DataType;
+use crate::frontend::{FrontendError, StatementResult};
+use crate::meta::catalog::{ColumnDesc, RelationKind};
+use crate::meta::graph::{PlanGraph, UpstreamSnapshot};
+use crate::meta::service::{relation_desc, table_columns, Parallelism};
+use crate::meta::Meta;
+use crate::planner::logical::LogicalPlan;
+use crate::planner::stream::{plan_table, StreamPlanner};
+use crate::sql::bound::ParallelismTarget;
+use crate::stream::datagen::DatagenDesc;
+
+/// The existing relations' layout, copied so planning holds no lock.
+pub(super) fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {
+    meta.with_state(|st| UpstreamSnapshot::of(st, st.relations.keys().copied()))
+}
+
+/// The stream graph of an MV, with table ids from meta.
+fn plan_mv(meta: &Arc<Meta>, plan: &LogicalPlan, names: &[String], id: u32) -> FResult<PlanGraph> {
+    let upstream = upstream_snapshot(meta);
+    let meta = meta.clone();
+    let mut alloc = move || meta.alloc_table_id();
+    let planner = StreamPlanner::new(&upstream, &mut alloc);
+    Ok(planner.plan_mv(plan, names, id)?)
+}
+
+/// Creates a table (and its `datagen` source, if `WITH (connector =
+/// 'datagen')`) as a streaming job. Runtime tests create tables with it too.
+pub(crate) async fn create_table_job(
+    meta: &Meta,
+    name: String,
+    columns: Vec<ColumnDesc>,
+    pk: Vec<usize>,
+    with_options: BTreeMap<String, String>,
+    parallelism: Parallelism,
+) -> FResult<()> {
+    let (columns, pk, user_pk) = table_columns(columns, pk);
+    let id = meta.alloc_table_id();
+    let datagen = match with_options
+        .get("connector")
+        .map(|s| s.to_ascii_lowercase())
+    {
+        None => None,
+        Some(c) if c == "datagen" => {
+            let cols: Vec<(String, DataType, bool)> = columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.name.clone(), c.data_type, !user_pk && pk == [i]))
+                .collect();
+            let desc = DatagenDesc::from_options(&with_options, &cols)
+                .map_err(|e| FrontendError::new("22023", e.0))?;
+            Some((desc, meta.alloc_table_id()))
+        }
+        Some(other) => {
+            return Err(FrontendError::new(
+                "0A000",
+                format!("connector \"{other}\" is not supported (only \"datagen\")"),
+            ))
+        }
+    };
+    let graph = plan_table(id, &columns, &pk, user_pk, datagen);
+    let desc = relation_desc(
+        id,
+        name,
+        RelationKind::Table,
+        columns,
+        pk,
+        user_pk,
+        None,
+        with_options,
+    );
+    meta.create_job(desc, graph, parallelism).await?;
+    Ok(())
+}
+
+/// Creates a materialized view of `plan` as a streaming job. Runtime tests
+/// create MVs of hand-made plans with it too.
+pub(crate) async fn create_mv_job(
+    meta: &Arc<Meta>,
+    name: String,
+    plan: &LogicalPlan,
+    column_names: &[String],
+    definition: String,
+    with_options: BTreeMap<String, String>,
+    parallelism: Parallelism,
+) -> FResult<()> {
+    let id = meta.alloc_table_id();
+    let graph = plan_mv(meta, plan, column_names, id)?;
+    let desc = relation_desc(
+        id,
+        name,
+        RelationKind::MaterializedView,
+        graph.columns.clone(),
+        graph.pk.clone(),
+        false,
+        Some(definition),
+        with_options,
+    );
+    meta.create_job(desc, graph, parallelism).await?;
+    Ok(())
+}
+
+impl LocalSession {
+    /// Whether a CREATE finds `name` taken: `Ok(true)` under `IF NOT
+    /// EXISTS` (nothing to do), an error without.
+    pub(super) fn name_taken(&self, name: &str, if_not_exists: bool) -> FResult<bool> {
+        if !self.meta.name_exists(name) {
+            return Ok(false);
+        }
+        if if_not_exists {
+            return Ok(true);
+        }
+        Err(FrontendError::new(
+            "42P07",
+            format!("relation \"{name}\" already exists"),
+        ))
+    }
+
+    pub(super) async fn create_table(
+        &self,
+        name: String,
+        columns: Vec<ColumnDesc>,
+        pk: Vec<usize>,
+        with_options: BTreeMap<String, String>,
+    ) -> FResult<()> {
+        let parallelism = self.parallelism_for(&with_options)?;
+        create_table_job(&self.meta, name, columns, pk, with_options, parallelism).await
+    }
+
+    pub(super) async fn create_mv(
+        &self,
+        name: String,
+        plan: &LogicalPlan,
+        column_names: &[String],
+        definition: String,
+        with_options: BTreeMap<String, String>,
+    ) -> FResult<()> {
+        let parallelism = self.parallelism_for(&with_options)?;
+        create_mv_job(
+            &self.meta,
+            name,
+            plan,
+            column_names,
+            definition,
+            with_options,
+            parallelism,
+        )
+        .await
+    }
+
+    pub(super) async fn drop(
+        &self,
+        kind: RelationKind,
+        name: &str,
+        if_exists: bool,
+        cascade: bool,
+    ) -> FResult<StatementResult> {
+        let tag = match kind {
+            RelationKind::Table => "DROP TABLE",
+            _ => "DROP MATERIALIZED VIEW",
+        };
+        match self.meta.relation_by_name(name) {
+            None if if_exists => Ok(command(tag)),
+            None => Err(FrontendError::new(
+                "42P01",
+                format!("{} \"{name}\" does not exist", kind.name()),
+            )),
+            Some(r) if r.kind != kind => Err(FrontendError::new(
+                "42809",
+                format!("\"{name}\" is not a {}", kind.name()),
+            )),
+            Some(r) => {
+                self.meta.drop_relation(r.id, cascade).await?;
+                Ok(command(tag))
+            }
+        }
+    }
+
+    pub(super) async fn alter_parallelism(
+        &self,
+        target: ParallelismTarget,
+        p: Parallelism,
+    ) -> FResult<StatementResult> {
+        let (fragments, table, explicit) = match &target {
+            ParallelismTarget::Relation(r) => {
+                let frags = self
+                    .meta
+                    .with_state(|st| st.relations.get(&r.id).map(|e| e.fragments.clone()))
+                    .ok_or_else(|| {
+                        FrontendError::new(
+                            "42P01",
+                            format!("relation \"{}\" does not exist", r.name),
+                        )
+                    })?;
+                (frags, Some(r.id), false)
+            }
+            ParallelismTarget::Fragment(f) => (vec![*f], None, true),
+        };
+        let plan = self.meta.plan_parallelism(&fragments, p, explicit)?;
+        let shown = match p {
+            Parallelism::Adaptive => "ADAPTIVE".to_string(),
+            Parallelism::Fixed(n) => n.to_string(),
+        };
+        let statement = match &target {
+            ParallelismTarget::Relation(r) => {
+                format!(
+                    "ALTER {} {} SET PARALLELISM = {}",
+                    r.kind.name().to_uppercase(),
+                    r.name,
+                    shown
+                )
+            }
+            ParallelismTarget::Fragment(f) => {
+                format!("ALTER FRAGMENT {f} SET PARALLELISM = {shown}")
+            }
+        };
+        if plan.is_empty() {
+            if let Some(t) = table {
+                self.meta.set_parallelism(t, p);
+            }
+        } else {
+            self.meta
+                .apply_reschedule(plan, &statement, table.map(|t| (t, p)))
+                .await?;
+        }
+        Ok(command(match target {
+            ParallelismTarget::Relation(r) => match r.kind {
+                RelationKind::Table => "ALTER TABLE",
+                _ => "ALTER MATERIALIZED VIEW",
+            },
+            ParallelismTarget::Fragment(_) => "ALTER FRAGMENT",
+        }))
+    }
+
+    /// `ALTER SYSTEM RESCHEDULE '<plan>' [DRY RUN]`: a dry run returns
+    /// what would change, one row per fragment.
+    pub(super) async fn reschedule(&self, plan: &str, dry_run: bool) -> FResult<StatementResult> {
+        let parsed = crate::meta::reschedule::parse_plan(plan)?;
+        let summary = if dry_run {
+            self.meta.preview_reschedule(&parsed)?
+        } else {
+            self.meta
+                .apply_reschedule(parsed, &format!("ALTER SYSTEM RESCHEDULE '{plan}'"), None)
+                .await?
+        };
+        if !dry_run {
+            return Ok(command("ALTER SYSTEM"));
+        }
+        let rows = summary
+            .fragments
+            .iter()
+            .map(|(f, a, r, m, u)| {
+                vec![
+                    int(*f as i32),
+                    int(*a as i32),
+                    int(*r as i32),
+                    int(*m as i32),
+                    text(u.as_str()),
+                ]
+            })
+            .collect();
+        Ok(rows_result(
+            fields(&[
+                ("fragment_id", DataType::Int32),
+                ("actors_added", DataType::Int32),
+                ("actors_removed", DataType::Int32),
+                ("vnodes_moved", DataType::Int32),
+                ("units", DataType::Varchar),
+            ]),
+            rows,
+        ))
+    }
+}

@@ -1,0 +1,291 @@
+//! A client session: runs statements against meta and the batch engine.
+//!
+//! `mod.rs` binds a statement and dispatches it; the statements live by
+//! kind: `ddl` (CREATE, DROP, ALTER … PARALLELISM, RESCHEDULE), `dml`
+//! (INSERT, UPDATE, DELETE), `show` (SHOW, EXPLAIN) and `vars` (session
+//! variables and system parameters).
+
+mod ddl;
+mod dml;
+mod show;
+mod vars;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+
+use super::{FrontendError, Session, SessionFactory, StatementResult};
+use crate::batch::{self, BatchError, ScanSource};
+use crate::common::{DataType, Datum, Field, Row, ScalarValue};
+use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind};
+use crate::meta::service::Parallelism;
+use crate::meta::system::{system_relation, system_rows};
+use crate::meta::{Meta, MetaError};
+use crate::planner::logical::LogicalPlan;
+use crate::planner::PlanError;
+use crate::sql::{BoundStatement, ParallelismSpec, ParamContext, Statement};
+
+#[cfg(test)]
+pub(crate) use ddl::{create_mv_job, create_table_job};
+use vars::Vars;
+
+impl From<MetaError> for FrontendError {
+    fn from(e: MetaError) -> Self {
+        FrontendError {
+            code: e.code,
+            message: e.message,
+            detail: None,
+            hint: e.hint,
+        }
+    }
+}
+
+impl From<PlanError> for FrontendError {
+    fn from(e: PlanError) -> Self {
+        FrontendError::new(e.code, e.message)
+    }
+}
+
+impl From<BatchError> for FrontendError {
+    fn from(e: BatchError) -> Self {
+        FrontendError::new(e.code, e.message)
+    }
+}
+
+type FResult<T> = Result<T, FrontendError>;
+
+/// The catalog as the binder sees it: user relations, then `rw_catalog`.
+pub struct MetaCatalog<'a>(pub &'a Meta);
+
+impl CatalogReader for MetaCatalog<'_> {
+    fn relation(&self, schema: Option<&str>, name: &str) -> Option<Arc<RelationDesc>> {
+        match schema {
+            None | Some("public") | Some("dev") => {
+                if let Some(r) = self.0.relation_by_name(name) {
+                    return Some(r);
+                }
+                if schema.is_none() {
+                    return system_relation(name);
+                }
+                None
+            }
+            Some("rw_catalog") | Some("pg_catalog") => system_relation(name),
+            _ => None,
+        }
+    }
+}
+
+/// Batch reads at the last committed epoch.
+pub struct MetaScan<'a>(pub &'a Meta);
+
+impl ScanSource for MetaScan<'_> {
+    fn scan(&self, relation: &RelationDesc) -> Result<Vec<Row>, BatchError> {
+        if relation.kind == RelationKind::System {
+            return Ok(self.0.with_state(|st| system_rows(st, &relation.name)));
+        }
+        self.0.scan(relation).map_err(|e| BatchError {
+            code: e.code,
+            message: e.message,
+        })
+    }
+}
+
+pub struct LocalSession {
+    meta: Arc<Meta>,
+    vars: Mutex<Vars>,
+}
+
+pub struct LocalSessionFactory {
+    pub meta: Arc<Meta>,
+}
+
+impl SessionFactory for LocalSessionFactory {
+    fn new_session(&self, _user: &str, _database: &str) -> Arc<dyn Session> {
+        Arc::new(LocalSession {
+            meta: self.meta.clone(),
+            vars: Mutex::new(Vars::default()),
+        })
+    }
+}
+
+fn command(tag: impl Into<String>) -> StatementResult {
+    StatementResult::Command { tag: tag.into() }
+}
+
+fn text(s: impl Into<Arc<str>>) -> Datum {
+    Some(ScalarValue::Varchar(s.into()))
+}
+
+fn int(v: i32) -> Datum {
+    Some(ScalarValue::Int32(v))
+}
+
+/// Result columns from `(name, type)` pairs.
+fn fields(columns: &[(&str, DataType)]) -> Vec<Field> {
+    columns.iter().map(|(n, t)| Field::new(*n, *t)).collect()
+}
+
+fn rows_result(fields: Vec<Field>, rows: Vec<Row>) -> StatementResult {
+    let tag = format!("SELECT {}", rows.len());
+    StatementResult::Rows { fields, rows, tag }
+}
+
+/// The result columns of a query: the plan's types under the bound names.
+fn query_fields(plan: &LogicalPlan, names: Vec<String>) -> Vec<Field> {
+    plan.fields()
+        .into_iter()
+        .zip(names)
+        .map(|(f, n)| Field::new(n, f.data_type))
+        .collect()
+}
+
+impl LocalSession {
+    fn catalog(&self) -> MetaCatalog<'_> {
+        MetaCatalog(&self.meta)
+    }
+
+    async fn execute(&self, stmt: &Statement, params: &ParamContext) -> FResult<StatementResult> {
+        let bound = crate::sql::bind(stmt, &self.catalog(), params)?;
+        self.execute_bound(bound).await
+    }
+
+    async fn execute_bound(&self, bound: BoundStatement) -> FResult<StatementResult> {
+        match bound {
+            BoundStatement::Query { plan, names } => {
+                let rows = batch::execute(&plan, &MetaScan(&self.meta))?;
+                Ok(rows_result(query_fields(&plan, names), rows))
+            }
+            BoundStatement::CreateTable {
+                name,
+                columns,
+                pk,
+                with_options,
+                if_not_exists,
+            } => {
+                if !self.name_taken(&name, if_not_exists)? {
+                    self.create_table(name, columns, pk, with_options).await?;
+                }
+                Ok(command("CREATE TABLE"))
+            }
+            BoundStatement::CreateMaterializedView {
+                name,
+                plan,
+                column_names,
+                definition,
+                with_options,
+                if_not_exists,
+            } => {
+                if !self.name_taken(&name, if_not_exists)? {
+                    self.create_mv(name, &plan, &column_names, definition, with_options)
+                        .await?;
+                }
+                Ok(command("CREATE MATERIALIZED VIEW"))
+            }
+            BoundStatement::Drop {
+                kind,
+                name,
+                if_exists,
+                cascade,
+            } => self.drop(kind, &name, if_exists, cascade).await,
+            BoundStatement::Insert { table, source } => self.insert(&table, &source).await,
+            BoundStatement::Update {
+                table,
+                filter,
+                assignments,
+            } => self.update(&table, filter.as_ref(), &assignments).await,
+            BoundStatement::Delete { table, filter } => self.delete(&table, filter.as_ref()).await,
+            BoundStatement::Flush => {
+                self.meta.flush().await?;
+                Ok(command("FLUSH"))
+            }
+            BoundStatement::SetVariable { name, value } => {
+                self.set_var(&name, value)?;
+                Ok(command("SET"))
+            }
+            BoundStatement::ShowVariable { name } => self.show_var(name),
+            BoundStatement::ShowAll => Ok(self.show_all()),
+            BoundStatement::ShowCluster => Ok(self.show_cluster()),
+            BoundStatement::ShowFragments { name } => self.show_fragments(name),
+            BoundStatement::ShowActors { name } => self.show_actors(name),
+            BoundStatement::Explain { inner } => self.explain(*inner),
+            BoundStatement::TransactionControl { tag } => Ok(command(tag)),
+            BoundStatement::AlterSystemSet { name, value } => {
+                self.alter_system_set(&name, &value)?;
+                Ok(command("ALTER SYSTEM"))
+            }
+            BoundStatement::AlterParallelism {
+                target,
+                parallelism,
+            } => self.alter_parallelism(target, parallelism.into()).await,
+            BoundStatement::Reschedule { plan, dry_run } => self.reschedule(&plan, dry_run).await,
+            BoundStatement::DrainWorker { .. }
+            | BoundStatement::AddWorker { .. }
+            | BoundStatement::RemoveWorker { .. } => Err(FrontendError::new(
+                "0A000",
+                "online scaling statements are not supported yet",
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl Session for LocalSession {
+    async fn run_simple(&self, sql: &str) -> (Vec<StatementResult>, Option<FrontendError>) {
+        let stmts = match crate::sql::parse(sql) {
+            Ok(s) => s,
+            Err(e) => return (vec![], Some(e.into())),
+        };
+        if stmts.is_empty() {
+            return (vec![StatementResult::Empty], None);
+        }
+        let mut results = Vec::new();
+        for s in &stmts {
+            match self.execute(s, &ParamContext::default()).await {
+                Ok(r) => results.push(r),
+                Err(e) => return (results, Some(e)),
+            }
+        }
+        (results, None)
+    }
+
+    async fn describe(
+        &self,
+        sql: &str,
+        param_types: &[Option<DataType>],
+    ) -> Result<(Vec<DataType>, Vec<Field>), FrontendError> {
+        let stmts = crate::sql::parse(sql)?;
+        let Some(stmt) = stmts.first() else {
+            return Ok((vec![], vec![]));
+        };
+        let (bound, types) = crate::sql::describe(stmt, &self.catalog(), param_types)?;
+        let fields = match bound {
+            BoundStatement::Query { plan, names } => query_fields(&plan, names),
+            BoundStatement::ShowVariable { name } => vec![Field::new(name, DataType::Varchar)],
+            _ => vec![],
+        };
+        Ok((types, fields))
+    }
+
+    async fn run_extended(
+        &self,
+        sql: &str,
+        params: ParamContext,
+    ) -> Result<StatementResult, FrontendError> {
+        let stmts = crate::sql::parse(sql)?;
+        match stmts.first() {
+            None => Ok(StatementResult::Empty),
+            Some(s) => self.execute(s, &params).await,
+        }
+    }
+}
+
+// Parallelism specs from the binder map onto meta's.
+impl From<ParallelismSpec> for Parallelism {
+    fn from(p: ParallelismSpec) -> Self {
+        match p {
+            ParallelismSpec::Fixed(n) => Parallelism::Fixed(n),
+            ParallelismSpec::Adaptive => Parallelism::Adaptive,
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Session variables (`SET`, `SHOW`), the parallelism of new jobs and the
+//! system parameters of `ALTER SYSTEM SET`.
+
+use std::collections::BTreeMap;
+
+use super::{fields, rows_result, text, FResult, LocalSession};
+use crate::common::{DataType, Field};
+use crate::frontend::{FrontendError, StatementResult};
+use crate::meta::service::Parallelism;
+
+/// Session variables.
+#[derive(Clone, Debug)]
+pub(super) struct Vars {
+    pub(super) implicit_flush: bool,
+    pub(super) streaming_parallelism: Parallelism,
+    other: BTreeMap<String, String>,
+}
+
+impl Default for Vars {
+    fn default() -> Self {
+        let other = [
+            ("application_name", ""),
+            ("client_encoding", "UTF8"),
+            ("datestyle", "ISO, MDY"),
+            ("extra_float_digits", "1"),
+            ("intervalstyle", "postgres"),
+            ("search_path", "public"),
+            ("server_encoding", "UTF8"),
+            ("server_version", "15.0"),
+            ("standard_conforming_strings", "on"),
+            ("timezone", "UTC"),
+            ("transaction_isolation", "read committed"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        Vars {
+            implicit_flush: false,
+            streaming_parallelism: Parallelism::Adaptive,
+            other,
+        }
+    }
+}
+
+/// `WITH (parallelism = n)` of a CREATE statement.
+fn with_parallelism(options: &BTreeMap<String, String>) -> FResult<Option<Parallelism>> {
+    match options.get("parallelism") {
+        None => Ok(None),
+        Some(v) => parse_parallelism(v).map(Some),
+    }
+}
+
+fn parse_parallelism(v: &str) -> FResult<Parallelism> {
+    let v = v.trim().trim_matches('\'');
+    if v.eq_ignore_ascii_case("adaptive") || v.eq_ignore_ascii_case("default") {
+        return Ok(Parallelism::Adaptive);
+    }
+    match v.parse::<u32>() {
+        Ok(0) => Ok(Parallelism::Adaptive),
+        Ok(n) => Ok(Parallelism::Fixed(n)),
+        Err(_) => Err(FrontendError::new(
+            "22023",
+            format!("invalid parallelism \"{v}\": expected a positive integer or ADAPTIVE"),
+        )),
+    }
+}
+
+impl LocalSession {
+    /// The parallelism of a new job: its `WITH (parallelism = …)`, else
+    /// the session's `streaming_parallelism`.
+    pub(super) fn parallelism_for(
+        &self,
+        with_options: &BTreeMap<String, String>,
+    ) -> FResult<Parallelism> {
+        Ok(with_parallelism(with_options)?.unwrap_or(self.vars.lock().streaming_parallelism))
+    }
+
+    /// System parameters. `debug_inject_actor_failure = <fragment id>` is
+    /// a test fault (off unless set): the next chunk an actor of that
+    /// fragment processes fails it, and the cluster recovers from the last
+    /// committed epoch.
+    pub(super) fn alter_system_set(&self, name: &str, value: &str) -> FResult<()> {
+        match name.to_ascii_lowercase().as_str() {
+            "debug_inject_actor_failure" => {
+                let fragment =
+                    value
+                        .trim()
+                        .trim_matches('\'')
+                        .parse::<u32>()
+                        .map_err(|_| {
+                            FrontendError::new(
+                        "22023",
+                        format!("invalid fragment id \"{value}\" for debug_inject_actor_failure"),
+                    )
+                        })?;
+                self.meta.inject_actor_failure(fragment);
+                Ok(())
+            }
+            other => Err(FrontendError::new(
+                "42704",
+                format!("unrecognized system parameter \"{other}\""),
+            )),
+        }
+    }
+
+    pub(super) fn set_var(&self, name: &str, value: Option<String>) -> FResult<()> {
+        let name = name.to_ascii_lowercase();
+        let mut vars = self.vars.lock();
+        match name.as_str() {
+            "rw_implicit_flush" => {
+                vars.implicit_flush = match value.as_deref().map(|v| v.to_ascii_lowercase()) {
+                    None => false,
+                    Some(v) if ["true", "on", "1", "t", "yes"].contains(&v.as_str()) => true,
+                    Some(v) if ["false", "off", "0", "f", "no"].contains(&v.as_str()) => false,
+                    Some(v) => {
+                        return Err(FrontendError::new(
+                            "22023",
+                            format!(
+                            "parameter \"rw_implicit_flush\" requires a Boolean value, got \"{v}\""
+                        ),
+                        ))
+                    }
+                }
+            }
+            "streaming_parallelism" => {
+                vars.streaming_parallelism = match value {
+                    None => Parallelism::Adaptive,
+                    Some(v) => parse_parallelism(&v)?,
+                }
+            }
+            _ => {
+                let v = value.unwrap_or_else(|| {
+                    Vars::default()
+                        .other
+                        .get(&name)
+                        .cloned()
+                        .unwrap_or_default()
+                });
+                vars.other.insert(name, v);
+            }
+        }
+        Ok(())
+    }
+
+    fn get_var(&self, name: &str) -> FResult<String> {
+        let name = name.to_ascii_lowercase();
+        self.all_vars()
+            .into_iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| {
+                FrontendError::new(
+                    "42704",
+                    format!("unrecognized configuration parameter \"{name}\""),
+                )
+            })
+    }
+
+    fn all_vars(&self) -> Vec<(String, String)> {
+        let vars = self.vars.lock();
+        let mut out: Vec<(String, String)> = vars.other.clone().into_iter().collect();
+        out.push((
+            "rw_implicit_flush".into(),
+            if vars.implicit_flush { "true" } else { "false" }.into(),
+        ));
+        out.push((
+            "streaming_parallelism".into(),
+            match vars.streaming_parallelism {
+                Parallelism::Adaptive => "adaptive".into(),
+                Parallelism::Fixed(n) => n.to_string(),
+            },
+        ));
+        out.sort();
+        out
+    }
+
+    pub(super) fn show_var(&self, name: String) -> FResult<StatementResult> {
+        let v = self.get_var(&name)?;
+        Ok(rows_result(
+            vec![Field::new(name, DataType::Varchar)],
+            vec![vec![text(v)]],
+        ))
+    }
+
+    pub(super) fn show_all(&self) -> StatementResult {
+        let rows = self
+            .all_vars()
+            .into_iter()
+            .map(|(k, v)| vec![text(k), text(v), text("")])
+            .collect();
+        rows_result(
+            fields(&[
+                ("Name", DataType::Varchar),
+                ("Setting", DataType::Varchar),
+                ("Description", DataType::Varchar),
+            ]),
+            rows,
+        )
+    }
+}

@@ -1,0 +1,148 @@
+//! Session statements (SET, SHOW, transactions), `SHOW` of relations,
+//! ebbflow's own statements (FLUSH, EXPLAIN, ALTER … PARALLELISM, RESCHEDULE)
+//! and unsupported features.
+
+use super::*;
+
+#[test]
+fn session_statements() {
+    assert!(matches!(
+        ok("SET streaming_parallelism TO 4"),
+        BoundStatement::SetVariable { ref name, value: Some(ref v) } if name == "streaming_parallelism" && v == "4"
+    ));
+    assert!(matches!(
+        ok("SET streaming_parallelism = DEFAULT"),
+        BoundStatement::SetVariable { value: None, .. }
+    ));
+    assert!(matches!(
+        ok("SET search_path = 'public'"),
+        BoundStatement::SetVariable { value: Some(ref v), .. } if v == "public"
+    ));
+    assert!(matches!(ok("SHOW ALL"), BoundStatement::ShowAll));
+    assert!(matches!(
+        ok("SHOW Streaming_Parallelism"),
+        BoundStatement::ShowVariable { ref name } if name == "streaming_parallelism"
+    ));
+    for (sql, tag) in [
+        ("BEGIN", "BEGIN"),
+        ("START TRANSACTION", "START TRANSACTION"),
+        ("COMMIT", "COMMIT"),
+        ("ROLLBACK", "ROLLBACK"),
+    ] {
+        match ok(sql) {
+            BoundStatement::TransactionControl { tag: t } => assert_eq!(t, tag),
+            other => panic!("{other:?}"),
+        }
+    }
+    match ok("DESCRIBE t") {
+        BoundStatement::Query { plan, names: n } => {
+            assert_eq!(n, names(&["Name", "Type"]));
+            let LogicalPlan::Values { rows, .. } = plan else {
+                panic!()
+            };
+            assert_eq!(rows.len(), 4, "hidden column not described");
+            assert_eq!(
+                rows[3][1],
+                Expr::literal(Some(ScalarValue::varchar("date")), DataType::Varchar)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    err("DESCRIBE nope", "42P01");
+}
+
+#[test]
+fn show_relations_queries() {
+    for sql in ["SHOW TABLES", "SHOW MATERIALIZED VIEWS"] {
+        match ok(sql) {
+            BoundStatement::Query { plan, names: n } => {
+                assert_eq!(n, names(&["Name"]));
+                assert!(matches!(plan, LogicalPlan::TopN { .. }), "{plan}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ebbflow_statements() {
+    match ok("ALTER MATERIALIZED VIEW mv SET PARALLELISM = 3") {
+        BoundStatement::AlterParallelism {
+            target: ParallelismTarget::Relation(r),
+            parallelism: ParallelismSpec::Fixed(3),
+        } => assert_eq!(r.name, "mv"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ok("ALTER TABLE t SET PARALLELISM TO ADAPTIVE"),
+        BoundStatement::AlterParallelism {
+            parallelism: ParallelismSpec::Adaptive,
+            ..
+        }
+    ));
+    assert!(matches!(
+        ok("ALTER FRAGMENT 7 SET PARALLELISM = 1"),
+        BoundStatement::AlterParallelism {
+            target: ParallelismTarget::Fragment(7),
+            ..
+        }
+    ));
+    let e = err("ALTER TABLE mv SET PARALLELISM = 2", "42809");
+    assert_eq!(e.message, "\"mv\" is not a table");
+    err("ALTER MATERIALIZED VIEW t SET PARALLELISM = 2", "42809");
+    err("ALTER MATERIALIZED VIEW nope SET PARALLELISM = 2", "42P01");
+    assert!(matches!(ok("FLUSH"), BoundStatement::Flush));
+    assert!(matches!(ok("SHOW CLUSTER"), BoundStatement::ShowCluster));
+    assert!(matches!(
+        ok("SHOW FRAGMENTS FOR mv"),
+        BoundStatement::ShowFragments { name: Some(_) }
+    ));
+    err("SHOW ACTORS FOR nope", "42P01");
+    assert!(matches!(
+        ok("ALTER SYSTEM RESCHEDULE '1-[0]+[2]' DRY RUN"),
+        BoundStatement::Reschedule { dry_run: true, .. }
+    ));
+    assert!(matches!(
+        ok("ALTER SYSTEM RESCHEDULE DRAIN WORKER 1"),
+        BoundStatement::DrainWorker { worker_id: 1, .. }
+    ));
+    assert!(matches!(
+        ok("ALTER SYSTEM ADD WORKER WITH (parallel_units = 2)"),
+        BoundStatement::AddWorker {
+            parallel_units: Some(2)
+        }
+    ));
+    assert!(matches!(
+        ok("ALTER SYSTEM REMOVE WORKER 2"),
+        BoundStatement::RemoveWorker { worker_id: 2 }
+    ));
+    assert!(matches!(
+        ok("ALTER SYSTEM SET barrier_interval_ms = 100"),
+        BoundStatement::AlterSystemSet { .. }
+    ));
+}
+
+#[test]
+fn unsupported_features() {
+    for sql in [
+        "SELECT a FROM t WHERE a IN (SELECT a FROM u)",
+        "SELECT (SELECT 1)",
+        "SELECT EXISTS (SELECT 1)",
+        "SELECT DISTINCT ON (a) a FROM t",
+        "SELECT a FROM t INTERSECT SELECT a FROM u",
+        "SELECT a FROM t EXCEPT SELECT a FROM u",
+        "SELECT * FROM generate_series(1, 3)",
+        "SELECT a FROM t FOR UPDATE",
+        "CREATE INDEX i ON t (a)",
+        "SELECT ARRAY[1]",
+        "SELECT CAST(a AS json) FROM t",
+        "SELECT * FROM t, LATERAL (SELECT 1) s",
+    ] {
+        let e = err(sql, "0A000");
+        assert!(
+            e.message.ends_with("is not supported"),
+            "{sql}: {}",
+            e.message
+        );
+    }
+}
