@@ -75,7 +75,9 @@ impl LocalSession {
         Ok(with_parallelism(with_options)?.unwrap_or(self.vars.lock().streaming_parallelism))
     }
 
-    /// System parameters. `debug_inject_actor_failure = <fragment id>` is
+    /// System parameters. `backfill_rows_per_barrier = n`: snapshot rows
+    /// each stream scan actor emits per barrier while backfilling.
+    /// `debug_inject_actor_failure = <fragment id>` is
     /// a test fault (off unless set): the next chunk an actor of that
     /// fragment processes fails it, and the cluster recovers from the last
     /// committed epoch.
@@ -94,6 +96,22 @@ impl LocalSession {
                     )
                         })?;
                 self.meta.inject_actor_failure(fragment);
+                Ok(())
+            }
+            "backfill_rows_per_barrier" => {
+                let rows = value
+                    .trim()
+                    .trim_matches('\'')
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        FrontendError::new(
+                            "22023",
+                            format!("backfill_rows_per_barrier must be a positive integer, got \"{value}\""),
+                        )
+                    })?;
+                crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(rows);
                 Ok(())
             }
             other => Err(FrontendError::new(

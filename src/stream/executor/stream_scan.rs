@@ -22,6 +22,7 @@
 //! it gets there.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -35,8 +36,18 @@ use crate::stream::build::StateTableDesc;
 use crate::stream::message::Barrier;
 use crate::stream::{StreamError, StreamResult};
 
-/// Rows of snapshot one scan actor emits per barrier.
-pub const BACKFILL_ROWS_PER_BARRIER: usize = 8 * CHUNK_SIZE;
+/// Rows of snapshot one scan actor emits per barrier: the system parameter
+/// `backfill_rows_per_barrier` (one value per process, which is one
+/// cluster).
+static ROWS_PER_BARRIER: AtomicUsize = AtomicUsize::new(8 * CHUNK_SIZE);
+
+pub fn set_backfill_rows_per_barrier(rows: usize) {
+    ROWS_PER_BARRIER.store(rows.max(1), Ordering::Relaxed);
+}
+
+pub fn backfill_rows_per_barrier() -> usize {
+    ROWS_PER_BARRIER.load(Ordering::Relaxed)
+}
 
 /// How a scan reads its upstream's state for backfill.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -189,7 +200,7 @@ impl Backfill {
             .filter(|(_, p)| **p != Position::Done)
             .map(|(v, p)| (*v, p.clone()))
             .collect();
-        let mut budget = BACKFILL_ROWS_PER_BARRIER;
+        let mut budget = backfill_rows_per_barrier();
         let mut rows: Vec<Row> = Vec::new();
         let mut updates = Vec::new();
         for (vnode, pos) in pending {
