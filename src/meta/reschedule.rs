@@ -155,6 +155,9 @@ impl Meta {
                 ));
             }
         }
+        if let Some(msg) = splits_no_shuffle_group(&st.edges, plan) {
+            return Err(MetaError::new("22023", msg));
+        }
         Ok(())
     }
 
@@ -536,4 +539,122 @@ pub fn parse_plan(text: &str) -> MetaResult<BTreeMap<FragmentId, FragmentChange>
         return Err(bad("it is empty".into()));
     }
     Ok(plan)
+}
+
+/// Fragments joined by no-shuffle edges share their actors' placement and
+/// vnodes one to one, so they are rescheduled as one group: every member in
+/// the plan with the same change, or none. Returns why `plan` splits a
+/// group, naming it.
+pub fn splits_no_shuffle_group(
+    edges: &[super::fragment::Edge],
+    plan: &BTreeMap<FragmentId, FragmentChange>,
+) -> Option<String> {
+    // union-find over the no-shuffle edges
+    let mut parent: HashMap<FragmentId, FragmentId> = HashMap::new();
+    fn root(parent: &mut HashMap<FragmentId, FragmentId>, f: FragmentId) -> FragmentId {
+        let mut r = f;
+        while let Some(&p) = parent.get(&r) {
+            if p == r {
+                break;
+            }
+            r = p;
+        }
+        parent.insert(f, r);
+        r
+    }
+    for e in edges.iter().filter(|e| e.spec == EdgeSpec::NoShuffle) {
+        let (a, b) = (root(&mut parent, e.up), root(&mut parent, e.down));
+        if a != b {
+            parent.insert(a, b);
+        }
+    }
+    let members: Vec<FragmentId> = parent.keys().copied().collect();
+    let mut groups: BTreeMap<FragmentId, Vec<FragmentId>> = BTreeMap::new();
+    for f in members {
+        let r = root(&mut parent, f);
+        groups.entry(r).or_default().push(f);
+    }
+    for mut group in groups.into_values() {
+        group.sort_unstable();
+        let changes: Vec<Option<&FragmentChange>> = group.iter().map(|f| plan.get(f)).collect();
+        if changes.iter().all(Option::is_none) {
+            continue;
+        }
+        let same = |a: &FragmentChange, b: &FragmentChange| {
+            let sorted = |v: &[UnitId]| {
+                let mut v = v.to_vec();
+                v.sort_unstable();
+                v
+            };
+            sorted(&a.add) == sorted(&b.add) && sorted(&a.remove) == sorted(&b.remove)
+        };
+        let first = changes.iter().flatten().next();
+        let split = match first {
+            Some(first) => changes.iter().any(|c| !c.is_some_and(|c| same(c, first))),
+            None => false,
+        };
+        if split {
+            let names: Vec<String> = group.iter().map(|f| f.to_string()).collect();
+            return Some(format!(
+                "fragments {} form a no-shuffle group and must be rescheduled together, with the same change for each",
+                names.join(", ")
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::fragment::Edge;
+
+    fn edge(up: FragmentId, down: FragmentId, spec: EdgeSpec) -> Edge {
+        Edge {
+            up,
+            down,
+            input_index: 0,
+            spec,
+        }
+    }
+
+    fn change(remove: &[UnitId], add: &[UnitId]) -> FragmentChange {
+        FragmentChange {
+            remove: remove.to_vec(),
+            add: add.to_vec(),
+        }
+    }
+
+    #[test]
+    fn no_shuffle_groups_move_together() {
+        let edges = vec![
+            edge(1, 2, EdgeSpec::NoShuffle),
+            edge(2, 3, EdgeSpec::NoShuffle),
+            edge(3, 4, EdgeSpec::Hash(vec![0])),
+        ];
+        // 4 is not in the group: alone is fine
+        let plan = BTreeMap::from([(4, change(&[0], &[1]))]);
+        assert_eq!(splits_no_shuffle_group(&edges, &plan), None);
+        // the whole group with one change is fine
+        let plan = BTreeMap::from([
+            (1, change(&[0], &[5])),
+            (2, change(&[0], &[5])),
+            (3, change(&[0], &[5])),
+        ]);
+        assert_eq!(splits_no_shuffle_group(&edges, &plan), None);
+        // a member left out
+        let plan = BTreeMap::from([(1, change(&[0], &[5])), (3, change(&[0], &[5]))]);
+        let msg = splits_no_shuffle_group(&edges, &plan).expect("refused");
+        assert!(
+            msg.contains("fragments 1, 2, 3 form a no-shuffle group"),
+            "{msg}"
+        );
+        // members with different changes
+        let plan = BTreeMap::from([
+            (1, change(&[0], &[5])),
+            (2, change(&[0], &[6])),
+            (3, change(&[0], &[5])),
+        ]);
+        assert!(splits_no_shuffle_group(&edges, &plan).is_some());
+    }
 }
