@@ -151,7 +151,8 @@ fn differential_against_memory() {
             60..=61 => {
                 m.abort_uncommitted();
                 drop(d);
-                d = DurableStateStore::open_with(&dir.0, opts.clone()).unwrap();
+                d = DurableStateStore::open_with(&dir.0, opts.clone())
+                    .unwrap_or_else(|e| panic!("reopen at step {step}: {e}"));
             }
             62..=80 => {
                 let k = rand_key(&mut rng);
