@@ -82,18 +82,31 @@ impl Actor {
     async fn next_input(&mut self) -> StreamResult<(usize, Message)> {
         match &mut self.input {
             ActorInput::Merge(m) => m.next().await,
-            ActorInput::Datagen { merge, reader } => {
-                if reader.is_active() {
-                    let due = reader.next_due();
+            ActorInput::Datagen { merge, reader } => loop {
+                if !reader.is_active() {
+                    return merge.next().await;
+                }
+                if reader.throttled(*self.committed.borrow_and_update()) {
+                    // Wait for the commit of the previous epoch (or a
+                    // barrier); see `DatagenReader`'s throttle.
                     tokio::select! {
                         biased;
-                        msg = merge.next() => msg,
-                        _ = sleep_until(due) => Ok((0, Message::Chunk(reader.next_chunk()))),
+                        msg = merge.next() => return msg,
+                        changed = self.committed.changed() => {
+                            if changed.is_err() {
+                                return merge.next().await;
+                            }
+                            continue;
+                        }
                     }
-                } else {
-                    merge.next().await
                 }
-            }
+                let due = reader.next_due();
+                return tokio::select! {
+                    biased;
+                    msg = merge.next() => msg,
+                    _ = sleep_until(due) => Ok((0, Message::Chunk(reader.next_chunk()))),
+                };
+            },
         }
     }
 

@@ -193,7 +193,25 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
 }
 
 /// The generator of one source actor: its offset (committed with each
-/// epoch in `state`), and the pacing.
+/// epoch in `state`), the pacing, and the throttle that keeps epochs from
+/// growing when the job is slower than the configured rate.
+///
+/// # Throttle
+///
+/// Meta runs one barrier at a time and commits its epoch before the next
+/// one, and closing an epoch (flushing aggregates, committing to the
+/// store) costs time in proportion to its rows. A source that generated
+/// whatever downstream channels accepted would keep filling the next epoch
+/// while the previous one is being closed; when the job is slower than the
+/// configured rate, each epoch would then be larger than the last and a
+/// barrier (FLUSH, a scale) would wait seconds, then minutes. So while the
+/// epoch this source closed last is not committed, it generates at most as
+/// many rows into the current epoch as that one had (at least one batch);
+/// once the commit is seen, pacing alone applies again. An epoch outgrows
+/// its predecessor only by what the configured rate adds between a commit
+/// and the next barrier, so epochs stop growing once closing one takes a
+/// barrier interval. Only the timing of rows changes, never which rows
+/// belong to which offset.
 pub struct DatagenReader {
     desc: DatagenDesc,
     offset: u64,
@@ -202,7 +220,14 @@ pub struct DatagenReader {
     state: StateTable,
     loaded: bool,
     paused: bool,
+    /// Pacing origin: the instant and offset the rate is measured from.
     started: Option<(Instant, u64)>,
+    /// Rows generated since the last barrier.
+    epoch_rows: u64,
+    /// Rows of the epoch closed by the last barrier.
+    prev_epoch_rows: u64,
+    /// The epoch closed by the last barrier, until it is seen committed.
+    uncommitted: Option<u64>,
 }
 
 impl DatagenReader {
@@ -215,7 +240,38 @@ impl DatagenReader {
             loaded: false,
             paused: false,
             started: None,
+            epoch_rows: 0,
+            prev_epoch_rows: 0,
+            uncommitted: None,
         }
+    }
+
+    fn batch_size(&self) -> u64 {
+        (self.desc.rows_per_second / 20).clamp(1, CHUNK_SIZE as u64)
+    }
+
+    /// Whether the throttle (see the type's doc) holds the generator back,
+    /// given the last committed epoch. Once the awaited commit is seen,
+    /// the pacing restarts from now: rows not generated while throttled
+    /// are not made up for in a burst.
+    pub fn throttled(&mut self, committed: u64) -> bool {
+        let Some(epoch) = self.uncommitted else {
+            return false;
+        };
+        if committed >= epoch {
+            self.uncommitted = None;
+            if self.epoch_rows >= self.quota() {
+                self.started = None;
+            }
+            return false;
+        }
+        self.epoch_rows >= self.quota()
+    }
+
+    /// Rows the current epoch may have while the previous one is
+    /// uncommitted.
+    fn quota(&self) -> u64 {
+        self.prev_epoch_rows.max(self.batch_size())
     }
 
     pub fn load(&mut self) -> crate::storage::StorageResult<()> {
@@ -247,12 +303,13 @@ impl DatagenReader {
 
     /// Generate the next chunk (called when due).
     pub fn next_chunk(&mut self) -> StreamChunk {
-        let batch = (self.desc.rows_per_second / 20).clamp(1, CHUNK_SIZE as u64);
+        let batch = self.batch_size();
         let end = match self.total {
             Some(t) => (self.offset + batch).min(t),
             None => self.offset + batch,
         };
         let rows = (self.offset..end).map(|o| self.desc.row(o)).collect();
+        self.epoch_rows += end - self.offset;
         self.offset = end;
         StreamChunk::inserts(rows)
     }
@@ -262,6 +319,78 @@ impl DatagenReader {
         self.state
             .put(&[], &[Some(ScalarValue::Int64(self.offset as i64))]);
         let _committed = self.state.commit(epoch)?;
+        self.prev_epoch_rows = std::mem::take(&mut self.epoch_rows);
+        self.uncommitted = Some(epoch);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::common::Bitmap;
+    use crate::storage::{MemoryStateStore, StateStore};
+
+    fn reader(rows_per_second: u64) -> DatagenReader {
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
+        let state = StateTable::new(
+            1,
+            store,
+            vec![],
+            vec![],
+            vec![],
+            crate::storage::state_table::ValueCodec::Schema(vec![DataType::Int64]),
+            Bitmap::full(),
+        );
+        let desc = DatagenDesc {
+            fields: vec![(
+                DataType::Int64,
+                FieldGen::Sequence {
+                    start: 0,
+                    end: None,
+                },
+            )],
+            rows_per_second,
+        };
+        let mut r = DatagenReader::new(desc, state);
+        r.load().unwrap();
+        r
+    }
+
+    #[test]
+    fn an_epoch_outgrows_an_uncommitted_one_only_after_its_commit() {
+        let mut r = reader(20_000); // batches of 1000
+        assert!(!r.throttled(0), "nothing to wait for before a barrier");
+        for _ in 0..3 {
+            r.next_chunk();
+        }
+        r.commit(5).unwrap(); // epoch 5 has 3000 rows, not yet committed
+        for _ in 0..3 {
+            assert!(!r.throttled(4));
+            r.next_chunk();
+        }
+        assert!(r.throttled(4), "as many rows as the uncommitted epoch");
+        assert!(!r.throttled(5), "released by the commit");
+        r.next_chunk();
+        r.commit(6).unwrap(); // 4000 rows
+        for _ in 0..4 {
+            assert!(!r.throttled(5));
+            r.next_chunk();
+        }
+        assert!(r.throttled(5));
+        // Offsets are untouched by the throttle.
+        assert_eq!(r.offset, 11_000);
+    }
+
+    #[test]
+    fn a_small_epoch_still_lets_one_batch_through() {
+        let mut r = reader(100); // batches of 5
+        r.commit(1).unwrap(); // an empty epoch
+        assert!(!r.throttled(0));
+        r.next_chunk();
+        assert!(r.throttled(0));
+        assert!(!r.throttled(1));
     }
 }
