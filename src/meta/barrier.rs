@@ -208,9 +208,14 @@ impl BarrierManager {
         let prev = self.epoch;
         let curr = prev + 1;
         self.epoch = curr;
+        // The catalog after this barrier's change is committed with the
+        // epoch the barrier closes: recovering from that epoch rebuilds the
+        // new layout, whose actors read the state committed up to it (as
+        // they do when the barrier passes), and a failed barrier leaves the
+        // old catalog committed.
         if let Some(snap) = meta_snapshot {
             let key = bytes::Bytes::from_static(crate::meta::service::META_KEY);
-            if let Err(e) = self.store.ingest(curr, vec![(key, Some(snap))]) {
+            if let Err(e) = self.store.ingest(prev, vec![(key, Some(snap))]) {
                 return Err(e.to_string());
             }
         }

@@ -463,11 +463,11 @@ impl Meta {
                 status: if ok { "succeeded" } else { "failed" }.into(),
             });
         }
+        // The new layout was committed with the barrier's epoch; the
+        // history record follows with the next barrier.
+        self.persist_catalog_soon();
         drop(_ddl);
         result?;
-        // The epoch with the change (and the new layout) is committed by
-        // the next barrier; history goes with it.
-        self.persist_catalog().await?;
         Ok(summary)
     }
 }

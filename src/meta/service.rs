@@ -498,7 +498,7 @@ impl Meta {
         .await
     }
 
-    /// Persist the catalog with the next epoch and wait until it is
+    /// Persist the catalog with the next barrier and wait until it is
     /// committed.
     pub(crate) async fn persist_catalog(&self) -> MetaResult<u64> {
         let meta_snapshot = Some(self.state.lock().snapshot());
@@ -506,9 +506,20 @@ impl Meta {
             meta_snapshot,
             ..Default::default()
         })
-        .await?;
-        // The snapshot was written at the barrier's new epoch: commit it.
-        self.flush().await
+        .await
+    }
+
+    /// Persist the catalog with the next barrier, without waiting.
+    pub(crate) fn persist_catalog_soon(&self) {
+        let (done, _) = oneshot::channel();
+        let _ = self.barrier_tx.send(BarrierCommand {
+            spec: BarrierSpec {
+                meta_snapshot: Some(self.state.lock().snapshot()),
+                ..Default::default()
+            },
+            reset: None,
+            done,
+        });
     }
 
     /// Run one barrier; returns the epoch it closed, once committed.
