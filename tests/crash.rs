@@ -275,8 +275,13 @@ impl SeedRun {
         let mut steps = 0;
         loop {
             steps += 1;
-            if steps > 400 {
-                return Err("the cycle ran 400 steps without the kill landing".into());
+            if steps > 2000 {
+                return Err("the cycle ran 2000 steps without the kill landing".into());
+            }
+            if killer.is_some() && steps > 300 {
+                // A timed kill is pending and the statements ran faster
+                // than it: pace them so the kill lands within the cap.
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
             match mode {
                 KillMode::MidStatement if steps > warmup => {
