@@ -9,6 +9,8 @@
 pub mod barrier;
 pub mod catalog;
 pub mod cluster;
+mod ddl;
+mod dml;
 pub mod fragment;
 pub mod graph;
 pub mod reschedule;
