@@ -128,7 +128,7 @@ impl Meta {
                     if !matches!(f.source, crate::stream::build::SourceDesc::None) {
                         add_sources.push((a.worker, a.actor_id));
                     }
-                    descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges, true)));
+                    descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));
                 }
             }
             upstreams.sort_unstable();

@@ -75,7 +75,6 @@ pub fn actor_desc(
     actor: &ActorInfo,
     fragments: &BTreeMap<FragmentId, Fragment>,
     edges: &[Edge],
-    backfill: bool,
 ) -> ActorDesc {
     let mut ins: Vec<&Edge> = edges.iter().filter(|e| e.down == frag.id).collect();
     ins.sort_by_key(|e| e.input_index);
@@ -100,7 +99,6 @@ pub fn actor_desc(
         source: frag.source.clone(),
         dispatchers,
         vnodes: actor.vnodes.clone(),
-        backfill,
     }
 }
 

@@ -372,7 +372,7 @@ impl Meta {
                         if !matches!(f.source, SourceDesc::None) {
                             add_sources.push((a.worker, a.actor_id));
                         }
-                        descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges, false)));
+                        descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));
                     }
                 }
             }

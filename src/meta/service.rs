@@ -434,7 +434,6 @@ impl Meta {
                         a,
                         &st.fragments,
                         &st.edges,
-                        false,
                     ));
                 }
             }
@@ -502,19 +501,25 @@ impl Meta {
 
     /// Persist the catalog with the next barrier, without waiting.
     pub(crate) fn persist_catalog_soon(&self) {
-        let (done, _) = oneshot::channel();
-        let _ = self.barrier_tx.send(BarrierCommand {
-            spec: BarrierSpec {
-                meta_snapshot: Some(self.state.lock().snapshot()),
-                ..Default::default()
-            },
-            reset: None,
-            done,
+        let _ = self.send_barrier(BarrierSpec {
+            meta_snapshot: Some(self.state.lock().snapshot()),
+            ..Default::default()
         });
     }
 
     /// Run one barrier; returns the epoch it closed, once committed.
     pub(crate) async fn barrier_with(&self, spec: BarrierSpec) -> MetaResult<u64> {
+        self.send_barrier(spec)?
+            .await
+            .map_err(|_| MetaError::internal("barrier manager is gone"))?
+            .map_err(MetaError::internal)
+    }
+
+    /// Queue one barrier; the receiver is told its result once committed.
+    fn send_barrier(
+        &self,
+        spec: BarrierSpec,
+    ) -> MetaResult<oneshot::Receiver<Result<u64, String>>> {
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {
@@ -523,9 +528,7 @@ impl Meta {
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
-        rx.await
-            .map_err(|_| MetaError::internal("barrier manager is gone"))?
-            .map_err(MetaError::internal)
+        Ok(rx)
     }
 
     /// Force a checkpoint; returns once everything sent before is committed.

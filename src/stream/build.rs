@@ -164,8 +164,6 @@ pub struct ActorDesc {
     pub source: SourceDesc,
     pub dispatchers: Vec<DispatcherDesc>,
     pub vnodes: Bitmap,
-    /// Whether a stream scan of this actor must backfill (job creation).
-    pub backfill: bool,
 }
 
 /// Shared services an actor is built with.

@@ -121,7 +121,7 @@ pub async fn wait_committed(rx: &mut watch::Receiver<u64>, epoch: u64) -> Stream
 
 impl Backfill {
     /// Load the positions of the owned vnodes from the committed progress.
-    fn load(&mut self, vnodes: &Bitmap) -> StreamResult<&mut BTreeMap<VirtualNode, Position>> {
+    fn load(&mut self, vnodes: &Bitmap) -> StreamResult<()> {
         if self.positions.is_none() {
             let mut positions = BTreeMap::new();
             for v in vnodes.iter() {
@@ -137,9 +137,7 @@ impl Backfill {
             self.done = positions.values().all(|p| *p == Position::Done);
             self.positions = Some(positions);
         }
-        self.positions
-            .as_mut()
-            .ok_or_else(|| StreamError::Internal("backfill positions not loaded".into()))
+        Ok(())
     }
 
     /// Whether an upstream change to `row` is to be forwarded.
@@ -194,45 +192,40 @@ impl Backfill {
 
     /// Emit the next slice of the snapshot and record the new positions.
     fn next_slice(&mut self, vnodes: &Bitmap, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
-        let pending: Vec<(VirtualNode, Position)> = self
-            .load(vnodes)?
-            .iter()
-            .filter(|(_, p)| **p != Position::Done)
-            .map(|(v, p)| (*v, p.clone()))
-            .collect();
+        self.load(vnodes)?;
+        let Some(positions) = self.positions.as_mut() else {
+            return Ok(());
+        };
         let mut budget = backfill_rows_per_barrier();
         let mut rows: Vec<Row> = Vec::new();
-        let mut updates = Vec::new();
-        for (vnode, pos) in pending {
+        for (&vnode, pos) in positions.iter_mut() {
             if budget == 0 {
                 break;
             }
-            let after = match &pos {
+            let after = match pos {
+                Position::Done => continue,
                 Position::After(k) => Some(k.as_slice()),
-                _ => None,
+                Position::Start => None,
             };
             let slice = self
                 .upstream
                 .scan_vnode_committed_after(vnode, after, budget)?;
             let finished = slice.len() < budget;
             budget -= slice.len();
-            let last = slice.last().map(|(k, row)| (k.clone(), row.clone()));
-            rows.extend(slice.into_iter().map(|(_, row)| row));
-            let (new_pos, saved) = match last {
-                _ if finished => (Position::Done, vec![Some(ScalarValue::Boolean(true))]),
-                Some((key, row)) => {
-                    let mut saved = vec![Some(ScalarValue::Boolean(false))];
-                    saved.extend(self.desc.upstream_pk.iter().map(|&i| row[i].clone()));
-                    (Position::After(key), saved)
-                }
-                None => continue,
+            let saved = if finished {
+                *pos = Position::Done;
+                vec![Some(ScalarValue::Boolean(true))]
+            } else {
+                let Some((key, row)) = slice.last() else {
+                    continue;
+                };
+                let mut saved = vec![Some(ScalarValue::Boolean(false))];
+                saved.extend(self.desc.upstream_pk.iter().map(|&i| row[i].clone()));
+                *pos = Position::After(key.clone());
+                saved
             };
             self.progress_table.put_at(vnode, &[], &saved);
-            updates.push((vnode, new_pos));
-        }
-        let positions = self.load(vnodes)?;
-        for (vnode, pos) in updates {
-            positions.insert(vnode, pos);
+            rows.extend(slice.into_iter().map(|(_, row)| row));
         }
         self.done = positions.values().all(|p| *p == Position::Done);
         let mut rows = rows.into_iter().peekable();
