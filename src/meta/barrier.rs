@@ -149,6 +149,21 @@ impl BarrierManager {
                     None => return,
                 },
                 _ = ticker.tick() => None,
+                // Between barriers: a failure starts the recovery at once.
+                e = self.events.recv(), if !self.failed => {
+                    match e {
+                        Some(ComputeEvent::Failed { actor_id, error }) => {
+                            tracing::error!(actor_id, %error, "actor failed between barriers");
+                            self.fail(&format!("actor {actor_id} failed: {error}"));
+                        }
+                        Some(ComputeEvent::WorkerDown { worker }) => {
+                            self.fail(&format!("compute node {worker} is down"));
+                        }
+                        Some(ComputeEvent::Collected { .. }) => {}
+                        None => return,
+                    }
+                    continue;
+                }
             };
             if self.failed {
                 if let Some(c) = cmd {
@@ -261,6 +276,10 @@ impl BarrierManager {
                 Some(ComputeEvent::Failed { actor_id, error }) => {
                     tracing::error!(actor_id, %error, "actor failed; barrier cannot complete");
                     failure = Some(format!("actor {actor_id} failed: {error}"));
+                    break;
+                }
+                Some(ComputeEvent::WorkerDown { worker }) => {
+                    failure = Some(format!("compute node {worker} is down"));
                     break;
                 }
                 None => return Err("compute nodes are gone".into()),

@@ -1,15 +1,19 @@
-//! Compute nodes and their parallel units.
+//! Compute nodes, their parallel units, and where new actors go.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::stream::compute_node::{ComputeNode, WorkerId};
 
 pub type UnitId = u32;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WorkerState {
     Running,
+    /// Being emptied (or emptied) by a drain: no new actors go there.
     Draining,
+    /// Stopped or failed: its actors were moved to the surviving units.
+    Down,
 }
 
 impl WorkerState {
@@ -17,6 +21,7 @@ impl WorkerState {
         match self {
             WorkerState::Running => "running",
             WorkerState::Draining => "draining",
+            WorkerState::Down => "down",
         }
     }
 }
@@ -27,4 +32,124 @@ pub struct Worker {
     pub state: WorkerState,
     pub units: Vec<UnitId>,
     pub node: Arc<ComputeNode>,
+}
+
+/// What the catalog keeps of a worker.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct WorkerInfo {
+    pub id: WorkerId,
+    pub host: String,
+    pub state: WorkerState,
+    pub units: Vec<UnitId>,
+}
+
+impl Worker {
+    pub fn info(&self) -> WorkerInfo {
+        WorkerInfo {
+            id: self.id,
+            host: self.host.clone(),
+            state: self.state,
+            units: self.units.clone(),
+        }
+    }
+}
+
+/// The host name shown for an in-process compute node.
+pub fn host_of(id: WorkerId) -> String {
+    format!("127.0.0.1:{}", 5687 + id)
+}
+
+/// Placement of one fragment's actors over the running units: spread
+/// evenly over compute nodes first, then over units, least loaded first.
+pub struct Placement<'a> {
+    workers: &'a BTreeMap<WorkerId, Worker>,
+    /// Actors (of every fragment) per unit.
+    load: HashMap<UnitId, usize>,
+}
+
+impl<'a> Placement<'a> {
+    pub fn new(
+        workers: &'a BTreeMap<WorkerId, Worker>,
+        units_in_use: impl Iterator<Item = UnitId>,
+    ) -> Self {
+        let mut load = HashMap::new();
+        for u in units_in_use {
+            *load.entry(u).or_insert(0) += 1;
+        }
+        Placement { workers, load }
+    }
+
+    fn worker_load(&self, w: &Worker) -> usize {
+        w.units
+            .iter()
+            .map(|u| self.load.get(u).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// `k` running units for new actors of a fragment that keeps actors on
+    /// `current`: each goes to the node with fewest actors of the fragment,
+    /// then the least loaded unit and node.
+    pub fn pick(&mut self, current: &[(WorkerId, UnitId)], k: usize) -> Vec<(WorkerId, UnitId)> {
+        let mut mine: HashMap<WorkerId, usize> = HashMap::new();
+        for (w, _) in current {
+            *mine.entry(*w).or_insert(0) += 1;
+        }
+        let mut taken: Vec<UnitId> = current.iter().map(|(_, u)| *u).collect();
+        let mut out = Vec::new();
+        for _ in 0..k {
+            let best = self
+                .workers
+                .values()
+                .filter(|w| w.state == WorkerState::Running)
+                .flat_map(|w| w.units.iter().map(move |u| (w, *u)))
+                .filter(|(_, u)| !taken.contains(u))
+                .min_by_key(|(w, u)| {
+                    (
+                        mine.get(&w.id).copied().unwrap_or(0),
+                        self.load.get(u).copied().unwrap_or(0),
+                        self.worker_load(w),
+                        *u,
+                    )
+                })
+                .map(|(w, u)| (w.id, u));
+            let Some((w, u)) = best else { break };
+            *mine.entry(w).or_insert(0) += 1;
+            *self.load.entry(u).or_insert(0) += 1;
+            taken.push(u);
+            out.push((w, u));
+        }
+        out
+    }
+
+    /// `k` of `current` to give up: from the node with most actors of the
+    /// fragment, then the most loaded unit.
+    pub fn pick_removals(&mut self, current: &[(WorkerId, UnitId)], k: usize) -> Vec<UnitId> {
+        let mut left: Vec<(WorkerId, UnitId)> = current.to_vec();
+        let mut out = Vec::new();
+        for _ in 0..k.min(left.len()) {
+            let mut mine: HashMap<WorkerId, usize> = HashMap::new();
+            for (w, _) in &left {
+                *mine.entry(*w).or_insert(0) += 1;
+            }
+            let Some(i) = (0..left.len()).max_by_key(|&i| {
+                let (w, u) = left[i];
+                (mine[&w], self.load.get(&u).copied().unwrap_or(0), u)
+            }) else {
+                break;
+            };
+            let (_, u) = left.remove(i);
+            if let Some(l) = self.load.get_mut(&u) {
+                *l = l.saturating_sub(1);
+            }
+            out.push(u);
+        }
+        out
+    }
+
+    /// Forget one actor on `unit` (it is being removed).
+    pub fn release(&mut self, unit: UnitId) {
+        if let Some(l) = self.load.get_mut(&unit) {
+            *l = l.saturating_sub(1);
+        }
+    }
 }

@@ -32,7 +32,7 @@ impl Meta {
             Self::check_name_free(&st, &desc.name)?;
             let total = st.total_units().max(1);
             let n = match parallelism {
-                Parallelism::Adaptive => total,
+                Parallelism::Adaptive | Parallelism::Custom => total,
                 Parallelism::Fixed(n) => (n as usize).min(total).max(1),
             };
             let mut frag_ids = Vec::new();
@@ -42,7 +42,7 @@ impl Meta {
                 let fid = st.next_fragment_id;
                 frag_ids.push(fid);
                 let count = if pf.singleton { 1 } else { n };
-                let units = st.units_for_placement();
+                let units = st.placement().pick(&[], count);
                 let bitmaps = if pf.singleton {
                     vec![Bitmap::full()]
                 } else {
@@ -51,7 +51,12 @@ impl Meta {
                 let mut actors = Vec::new();
                 for (i, vnodes) in bitmaps.into_iter().enumerate() {
                     st.next_actor_id += 1;
-                    let (worker, unit) = units[i % units.len().max(1)];
+                    let Some(&(worker, unit)) = units.get(i % units.len().max(1)) else {
+                        return Err(MetaError::new(
+                            "55000",
+                            "no compute node is running to place the job on",
+                        ));
+                    };
                     actors.push(ActorInfo {
                         actor_id: st.next_actor_id,
                         worker,

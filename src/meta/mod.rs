@@ -17,6 +17,7 @@ pub mod reschedule;
 pub mod scale;
 pub mod service;
 pub mod system;
+pub mod workers;
 
 pub use service::{Meta, MetaConfig};
 

@@ -19,7 +19,8 @@ use super::barrier::BarrierSpec;
 use super::fragment::{actor_desc, ActorInfo, Fragment};
 use super::graph::EdgeSpec;
 use super::scale::{rebalance, Owner};
-use super::service::{Meta, Parallelism, ScaleRecord};
+use super::cluster::WorkerState;
+use super::service::{Meta, MetaState, Parallelism, ScaleRecord};
 use super::{MetaError, MetaResult};
 use crate::common::Bitmap;
 use crate::meta::catalog::TableId;
@@ -35,13 +36,195 @@ pub struct FragmentChange {
     pub add: Vec<UnitId>,
 }
 
+/// What a reschedule does to one fragment.
+#[derive(Clone, Debug, Default)]
+pub struct FragmentSummary {
+    pub fragment: FragmentId,
+    pub actors_added: usize,
+    pub actors_removed: usize,
+    pub vnodes_moved: usize,
+    /// Vnodes whose new owner runs on another compute node.
+    pub vnodes_moved_across_workers: usize,
+    /// The change, as `-[units]+[units]`.
+    pub units: String,
+}
+
 /// What a reschedule does, per fragment (also the DRY RUN output).
 #[derive(Clone, Debug, Default)]
 pub struct ScaleSummary {
-    /// `(fragment, actors added, actors removed, vnodes moved, units)`.
-    pub fragments: Vec<(FragmentId, usize, usize, usize, String)>,
+    pub fragments: Vec<FragmentSummary>,
     pub pause_ms: f64,
     pub total_ms: f64,
+}
+
+/// Who asked for a reschedule, which decides what becomes of the jobs'
+/// parallelism setting.
+#[derive(Clone, Copy, Debug)]
+pub enum ScaleKind {
+    /// `ALTER TABLE | MATERIALIZED VIEW … SET PARALLELISM`: the job's new
+    /// setting.
+    Job(TableId, Parallelism),
+    /// `ALTER FRAGMENT`, `ALTER SYSTEM RESCHEDULE`: a job whose fragment
+    /// changes its actor count gets a custom parallelism.
+    Manual,
+    /// The adaptive policy, a drain, a fail-over: settings stay.
+    Automatic,
+}
+
+/// A fragment's actors after a change.
+pub(super) struct FragmentLayout {
+    pub actors: Vec<ActorInfo>,
+    pub added: Vec<ActorId>,
+    pub removed: Vec<ActorId>,
+    /// Surviving actors whose vnodes change.
+    pub changed: Vec<(ActorId, Bitmap)>,
+    pub summary: FragmentSummary,
+}
+
+/// The layout of `f` after removing the actors on `ch.remove` and adding
+/// `new_actors` (`(id, worker, unit)`, one per `ch.add`).
+pub(super) fn fragment_layout(
+    f: &Fragment,
+    ch: &FragmentChange,
+    new_actors: &[(ActorId, WorkerId, UnitId)],
+) -> FragmentLayout {
+    let removed: Vec<ActorId> = f
+        .actors
+        .iter()
+        .filter(|a| ch.remove.contains(&a.unit))
+        .map(|a| a.actor_id)
+        .collect();
+    let added: Vec<(ActorId, WorkerId)> = new_actors.iter().map(|(a, w, _)| (*a, *w)).collect();
+    let (new_maps, moved) = if f.singleton {
+        let moved = if removed.is_empty() {
+            0
+        } else {
+            crate::common::VNODE_COUNT
+        };
+        let keep: Vec<(ActorId, Bitmap)> = f
+            .actors
+            .iter()
+            .filter(|a| !removed.contains(&a.actor_id))
+            .map(|a| (a.actor_id, a.vnodes.clone()))
+            .chain(added.iter().map(|(a, _)| (*a, Bitmap::full())))
+            .collect();
+        (keep, moved)
+    } else {
+        rebalance(&owners(f), &removed, &added)
+    };
+    let map: HashMap<ActorId, Bitmap> = new_maps.into_iter().collect();
+    let mut actors: Vec<ActorInfo> = Vec::new();
+    let mut changed = Vec::new();
+    for a in &f.actors {
+        if removed.contains(&a.actor_id) {
+            continue;
+        }
+        let nb = map
+            .get(&a.actor_id)
+            .cloned()
+            .unwrap_or_else(|| a.vnodes.clone());
+        if nb != a.vnodes {
+            changed.push((a.actor_id, nb.clone()));
+        }
+        actors.push(ActorInfo {
+            vnodes: nb,
+            ..a.clone()
+        });
+    }
+    for (id, w, u) in new_actors {
+        actors.push(ActorInfo {
+            actor_id: *id,
+            worker: *w,
+            unit: *u,
+            vnodes: map.get(id).cloned().unwrap_or_default(),
+        });
+    }
+    let across = vnodes_across_workers(&f.actors, &actors);
+    FragmentLayout {
+        summary: FragmentSummary {
+            fragment: f.id,
+            actors_added: new_actors.len(),
+            actors_removed: removed.len(),
+            vnodes_moved: moved,
+            vnodes_moved_across_workers: across,
+            units: units_text(ch),
+        },
+        actors,
+        added: new_actors.iter().map(|x| x.0).collect(),
+        removed,
+        changed,
+    }
+}
+
+/// Vnodes whose owner's compute node differs between two layouts.
+fn vnodes_across_workers(old: &[ActorInfo], new: &[ActorInfo]) -> usize {
+    let worker_of = |actors: &[ActorInfo]| {
+        let mut m = vec![None; crate::common::VNODE_COUNT];
+        for a in actors {
+            for v in a.vnodes.iter() {
+                m[v as usize] = Some(a.worker);
+            }
+        }
+        m
+    };
+    let (o, n) = (worker_of(old), worker_of(new));
+    o.iter().zip(&n).filter(|(a, b)| a != b).count()
+}
+
+impl MetaState {
+    /// Change the layout of the fragments in `plan`, allocating the new
+    /// actors; returns each fragment's layout change.
+    pub(super) fn apply_layouts(
+        &mut self,
+        plan: &BTreeMap<FragmentId, FragmentChange>,
+    ) -> Vec<FragmentLayout> {
+        let mut out = Vec::new();
+        for (fid, ch) in plan {
+            let Some(f) = self.fragments.get(fid).cloned() else {
+                continue;
+            };
+            let new_actors: Vec<(ActorId, WorkerId, UnitId)> = ch
+                .add
+                .iter()
+                .map(|u| {
+                    let id = self.next_actor();
+                    (id, self.worker_of_unit(*u).unwrap_or(0), *u)
+                })
+                .collect();
+            let layout = fragment_layout(&f, ch, &new_actors);
+            if let Some(fm) = self.fragments.get_mut(fid) {
+                fm.actors = layout.actors.clone();
+            }
+            out.push(layout);
+        }
+        out
+    }
+
+    /// Record one operation in `rw_scale_history`.
+    pub(super) fn record_scale(
+        &mut self,
+        started_at: chrono::NaiveDateTime,
+        statement: &str,
+        summary: &ScaleSummary,
+        ok: bool,
+    ) {
+        let id = self.scale_history.len() as u32 + 1;
+        let sum = |f: fn(&FragmentSummary) -> usize| {
+            summary.fragments.iter().map(f).sum::<usize>() as u32
+        };
+        self.scale_history.push(ScaleRecord {
+            id,
+            started_at,
+            statement: statement.to_string(),
+            actors_added: sum(|f| f.actors_added),
+            actors_removed: sum(|f| f.actors_removed),
+            vnodes_moved: sum(|f| f.vnodes_moved),
+            vnodes_moved_across_workers: sum(|f| f.vnodes_moved_across_workers),
+            pause_ms: summary.pause_ms,
+            total_ms: summary.total_ms,
+            status: if ok { "succeeded" } else { "failed" }.into(),
+        });
+    }
 }
 
 impl Meta {
@@ -57,6 +240,7 @@ impl Meta {
         let total = st.total_units();
         let n = match parallelism {
             Parallelism::Adaptive => total,
+            Parallelism::Custom => return Ok(BTreeMap::new()),
             Parallelism::Fixed(n) => {
                 if n as usize > total {
                     return Err(MetaError::new(
@@ -69,7 +253,7 @@ impl Meta {
                 n as usize
             }
         };
-        let order = st.placement_order();
+        let mut placement = st.placement();
         let mut plan = BTreeMap::new();
         for fid in fragments {
             let f = st
@@ -85,22 +269,16 @@ impl Meta {
                 }
                 continue;
             }
-            let cur: Vec<UnitId> = f.actors.iter().map(|a| a.unit).collect();
+            let cur: Vec<(WorkerId, UnitId)> = f.actors.iter().map(|a| (a.worker, a.unit)).collect();
             let mut change = FragmentChange::default();
             if n > cur.len() {
-                change.add = order
-                    .iter()
-                    .map(|(_, u)| *u)
-                    .filter(|u| !cur.contains(u))
-                    .take(n - cur.len())
+                change.add = placement
+                    .pick(&cur, n - cur.len())
+                    .into_iter()
+                    .map(|(_, u)| u)
                     .collect();
             } else if n < cur.len() {
-                // remove from the most loaded units first
-                let mut by_load: Vec<UnitId> = cur.clone();
-                by_load.sort_by_key(|u| {
-                    std::cmp::Reverse(order.iter().position(|(_, x)| x == u).unwrap_or(0))
-                });
-                change.remove = by_load.into_iter().take(cur.len() - n).collect();
+                change.remove = placement.pick_removals(&cur, cur.len() - n);
             }
             if !change.add.is_empty() || !change.remove.is_empty() {
                 plan.insert(*fid, change);
@@ -110,7 +288,7 @@ impl Meta {
     }
 
     /// Check a plan against the cluster (DESIGN §5 step 1).
-    fn check_plan(&self, plan: &BTreeMap<FragmentId, FragmentChange>) -> MetaResult<()> {
+    pub(super) fn check_plan(&self, plan: &BTreeMap<FragmentId, FragmentChange>) -> MetaResult<()> {
         let st = self.state.lock();
         for (fid, ch) in plan {
             let f = st
@@ -128,10 +306,20 @@ impl Meta {
             }
             let mut seen = HashSet::new();
             for u in &ch.add {
-                if st.worker_of_unit(*u).is_none() {
+                let Some(w) = st.worker_of_unit(*u).and_then(|w| st.workers.get(&w)) else {
                     return Err(MetaError::new(
                         "42704",
                         format!("parallel unit {u} does not exist"),
+                    ));
+                };
+                if w.state != WorkerState::Running {
+                    return Err(MetaError::new(
+                        "55000",
+                        format!(
+                            "parallel unit {u} is on compute node {}, which is {}: no new actors go there",
+                            w.id,
+                            w.state.name()
+                        ),
                     ));
                 }
                 if (cur.contains(u) && !ch.remove.contains(u)) || !seen.insert(*u) {
@@ -173,30 +361,15 @@ impl Meta {
             let Some(f) = st.fragments.get(fid) else {
                 continue;
             };
-            let removed: Vec<ActorId> = f
-                .actors
-                .iter()
-                .filter(|a| ch.remove.contains(&a.unit))
-                .map(|a| a.actor_id)
-                .collect();
-            let added: Vec<(ActorId, WorkerId)> = ch
+            let new_actors: Vec<(ActorId, WorkerId, UnitId)> = ch
                 .add
                 .iter()
                 .enumerate()
-                .map(|(i, u)| (u32::MAX - i as u32, st.worker_of_unit(*u).unwrap_or(0)))
+                .map(|(i, u)| (u32::MAX - i as u32, st.worker_of_unit(*u).unwrap_or(0), *u))
                 .collect();
-            let moved = if f.singleton {
-                if removed.is_empty() {
-                    0
-                } else {
-                    crate::common::VNODE_COUNT
-                }
-            } else {
-                rebalance(&owners(f), &removed, &added).1
-            };
             summary
                 .fragments
-                .push((*fid, added.len(), removed.len(), moved, units_text(ch)));
+                .push(fragment_layout(f, ch, &new_actors).summary);
         }
         Ok(summary)
     }
@@ -206,101 +379,62 @@ impl Meta {
         &self,
         plan: BTreeMap<FragmentId, FragmentChange>,
         statement: &str,
-        new_parallelism: Option<(TableId, Parallelism)>,
+        kind: ScaleKind,
+    ) -> MetaResult<ScaleSummary> {
+        let _ddl = self.ddl_lock.lock().await;
+        self.apply_reschedule_locked(plan, statement, kind).await
+    }
+
+    /// [`Self::apply_reschedule`], the caller holding the DDL lock.
+    pub(super) async fn apply_reschedule_locked(
+        &self,
+        plan: BTreeMap<FragmentId, FragmentChange>,
+        statement: &str,
+        kind: ScaleKind,
     ) -> MetaResult<ScaleSummary> {
         let started = Instant::now();
         let started_at = chrono::Utc::now().naive_utc();
-        let _ddl = self.ddl_lock.lock().await;
         // DML waits from before the layout changes until the barrier that
         // applies it is injected: no route to the new layout may be built
         // (and no row sent along it) before that barrier.
         let mut routes = self.routes.write().await;
         self.check_plan(&plan)?;
         let mut summary = ScaleSummary::default();
-        let old_parallelism = new_parallelism.as_ref().and_then(|(t, _)| {
-            let st = self.state.lock();
-            st.relations.get(t).map(|r| (*t, r.parallelism))
-        });
         // 1. the new layout, and the mutation that gets there
-        let (old_fragments, mutation, descs, add_actors, add_sources, remove_actors, tables) = {
+        let (old_fragments, old_parallelism, mutation, descs, add_actors, add_sources, remove_actors, tables) = {
             let mut st = self.state.lock();
             let old_fragments = st.fragments.clone();
+            let old_parallelism: Vec<(TableId, Parallelism)> =
+                st.relations.iter().map(|(t, r)| (*t, r.parallelism)).collect();
+            let layouts = st.apply_layouts(&plan);
             let mut added_of: HashMap<FragmentId, Vec<ActorId>> = HashMap::new();
             let mut removed_of: HashMap<FragmentId, Vec<ActorId>> = HashMap::new();
             let mut bitmaps: HashMap<ActorId, Bitmap> = HashMap::new();
-            for (fid, ch) in &plan {
-                let Some(f) = st.fragments.get(fid).cloned() else {
-                    continue;
-                };
-                let removed: Vec<ActorId> = f
-                    .actors
-                    .iter()
-                    .filter(|a| ch.remove.contains(&a.unit))
-                    .map(|a| a.actor_id)
-                    .collect();
-                let mut new_infos = Vec::new();
-                for u in &ch.add {
-                    let id = st.next_actor();
-                    let w = st.worker_of_unit(*u).unwrap_or(0);
-                    new_infos.push((id, w, *u));
+            let mut resized = Vec::new();
+            for l in layouts {
+                let fid = l.summary.fragment;
+                if l.added.len() != l.removed.len() {
+                    resized.push(fid);
                 }
-                let added: Vec<(ActorId, WorkerId)> =
-                    new_infos.iter().map(|(a, w, _)| (*a, *w)).collect();
-                let (new_maps, moved) = if f.singleton {
-                    let moved = if removed.is_empty() {
-                        0
-                    } else {
-                        crate::common::VNODE_COUNT
-                    };
-                    let keep: Vec<(ActorId, Bitmap)> = f
-                        .actors
-                        .iter()
-                        .filter(|a| !removed.contains(&a.actor_id))
-                        .map(|a| (a.actor_id, a.vnodes.clone()))
-                        .chain(added.iter().map(|(a, _)| (*a, Bitmap::full())))
-                        .collect();
-                    (keep, moved)
-                } else {
-                    rebalance(&owners(&f), &removed, &added)
-                };
-                let map: HashMap<ActorId, Bitmap> = new_maps.into_iter().collect();
-                let mut actors: Vec<ActorInfo> = Vec::new();
-                for a in &f.actors {
-                    if removed.contains(&a.actor_id) {
-                        continue;
+                bitmaps.extend(l.changed);
+                added_of.insert(fid, l.added);
+                removed_of.insert(fid, l.removed);
+                summary.fragments.push(l.summary);
+            }
+            match kind {
+                ScaleKind::Job(t, p) => {
+                    if let Some(r) = st.relations.get_mut(&t) {
+                        r.parallelism = p;
                     }
-                    let nb = map
-                        .get(&a.actor_id)
-                        .cloned()
-                        .unwrap_or_else(|| a.vnodes.clone());
-                    if nb != a.vnodes {
-                        bitmaps.insert(a.actor_id, nb.clone());
+                }
+                ScaleKind::Manual => {
+                    for r in st.relations.values_mut() {
+                        if r.fragments.iter().any(|f| resized.contains(f)) {
+                            r.parallelism = Parallelism::Custom;
+                        }
                     }
-                    actors.push(ActorInfo {
-                        vnodes: nb,
-                        ..a.clone()
-                    });
                 }
-                for (id, w, u) in &new_infos {
-                    actors.push(ActorInfo {
-                        actor_id: *id,
-                        worker: *w,
-                        unit: *u,
-                        vnodes: map.get(id).cloned().unwrap_or_default(),
-                    });
-                }
-                summary.fragments.push((
-                    *fid,
-                    new_infos.len(),
-                    removed.len(),
-                    moved,
-                    units_text(ch),
-                ));
-                added_of.insert(*fid, new_infos.iter().map(|x| x.0).collect());
-                removed_of.insert(*fid, removed);
-                if let Some(fm) = st.fragments.get_mut(fid) {
-                    fm.actors = actors;
-                }
+                ScaleKind::Automatic => {}
             }
             let all_added: HashSet<ActorId> = added_of.values().flatten().copied().collect();
             let all_removed: HashSet<ActorId> = removed_of.values().flatten().copied().collect();
@@ -376,13 +510,9 @@ impl Meta {
                     }
                 }
             }
-            if let Some((t, p)) = new_parallelism {
-                if let Some(r) = st.relations.get_mut(&t) {
-                    r.parallelism = p;
-                }
-            }
             (
                 old_fragments,
+                old_parallelism,
                 Mutation::Update(update),
                 descs,
                 all_added.into_iter().collect::<Vec<_>>(),
@@ -435,38 +565,24 @@ impl Meta {
             tracing::error!(error = %e, "reschedule failed; restoring the old layout");
             let mut st = self.state.lock();
             st.fragments = old_fragments;
-            if let Some((t, p)) = old_parallelism {
+            for (t, p) in old_parallelism {
                 if let Some(r) = st.relations.get_mut(&t) {
                     r.parallelism = p;
                 }
             }
         } else {
             let st = self.state.lock();
-            for (w, n) in st.workers.iter().map(|(w, x)| (*w, x.node.clone())) {
-                let _ = w;
-                n.forget_actors(&remove_actors);
+            for w in st.workers.values() {
+                w.node.forget_actors(&remove_actors);
             }
         }
         summary.total_ms = started.elapsed().as_secs_f64() * 1000.0;
-        {
-            let mut st = self.state.lock();
-            let id = st.scale_history.len() as u32 + 1;
-            st.scale_history.push(ScaleRecord {
-                id,
-                started_at,
-                statement: statement.to_string(),
-                actors_added: summary.fragments.iter().map(|f| f.1 as u32).sum(),
-                actors_removed: summary.fragments.iter().map(|f| f.2 as u32).sum(),
-                vnodes_moved: summary.fragments.iter().map(|f| f.3 as u32).sum(),
-                pause_ms: summary.pause_ms,
-                total_ms: summary.total_ms,
-                status: if ok { "succeeded" } else { "failed" }.into(),
-            });
-        }
+        self.state
+            .lock()
+            .record_scale(started_at, statement, &summary, ok);
         // The new layout was committed with the barrier's epoch; the
         // history record follows with the next barrier.
         self.persist_catalog_soon();
-        drop(_ddl);
         result?;
         Ok(summary)
     }

@@ -3,21 +3,21 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::barrier::{BarrierCommand, BarrierManager, BarrierSpec, ResetInfo};
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
-use super::cluster::{UnitId, Worker, WorkerState};
+use super::cluster::{host_of, Placement, UnitId, Worker, WorkerInfo, WorkerState};
 use super::fragment::{actor_desc, Edge, Fragment};
 use super::graph::UpstreamInfo;
 use super::{MetaError, MetaResult};
 use crate::common::{DataType, Row};
 use crate::storage::{MemoryStateStore, StateStore};
 use crate::stream::build::{NodeDesc, StateTableDesc};
-use crate::stream::compute_node::{ComputeNode, WorkerId};
+use crate::stream::compute_node::{ComputeNode, NodeServices, WorkerId};
 use crate::stream::exchange::ExchangeRegistry;
 use crate::stream::message::{ActorId, FragmentId, Mutation};
 
@@ -35,9 +35,13 @@ pub struct MetaConfig {
 /// How many actors a job's hash fragments run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Parallelism {
-    /// Every parallel unit of the cluster.
+    /// Every running parallel unit of the cluster, following it as compute
+    /// nodes join and leave.
     Adaptive,
     Fixed(u32),
+    /// Set per fragment by `ALTER FRAGMENT` or `ALTER SYSTEM RESCHEDULE`:
+    /// kept as it is (the adaptive policy leaves the job alone).
+    Custom,
 }
 
 impl Parallelism {
@@ -45,6 +49,30 @@ impl Parallelism {
         match self {
             Parallelism::Adaptive => "adaptive".into(),
             Parallelism::Fixed(n) => n.to_string(),
+            Parallelism::Custom => "custom".into(),
+        }
+    }
+}
+
+/// Cluster-wide parameters of `ALTER SYSTEM SET`, committed with the
+/// catalog.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SystemParams {
+    /// Whether adaptive jobs follow the cluster's parallel units.
+    pub adaptive_scaling: bool,
+    /// How often the adaptive policy looks at the cluster.
+    pub adaptive_scaling_interval_ms: u64,
+    /// Snapshot rows each stream scan actor emits per barrier.
+    pub backfill_rows_per_barrier: usize,
+}
+
+impl Default for SystemParams {
+    fn default() -> Self {
+        SystemParams {
+            adaptive_scaling: true,
+            adaptive_scaling_interval_ms: 1000,
+            backfill_rows_per_barrier: crate::stream::executor::stream_scan::DEFAULT_BACKFILL_ROWS_PER_BARRIER,
         }
     }
 }
@@ -73,8 +101,11 @@ pub struct MetaState {
     next_table_id: TableId,
     pub(super) next_fragment_id: FragmentId,
     pub(super) next_actor_id: ActorId,
+    pub(super) next_worker_id: WorkerId,
+    pub(super) next_unit_id: UnitId,
     /// `rw_scale_history`.
     pub scale_history: Vec<ScaleRecord>,
+    pub params: SystemParams,
 }
 
 /// One scale or reschedule operation, as `rw_scale_history` shows it.
@@ -86,16 +117,23 @@ pub struct ScaleRecord {
     pub actors_added: u32,
     pub actors_removed: u32,
     pub vnodes_moved: u32,
+    /// Vnodes whose new owner runs on another compute node.
+    #[serde(default)]
+    pub vnodes_moved_across_workers: u32,
     pub pause_ms: f64,
     pub total_ms: f64,
     pub status: String,
 }
 
 impl MetaState {
-    /// Units of running workers, least loaded first (interleaved over
-    /// workers on ties).
-    pub fn placement_order(&self) -> Vec<(WorkerId, UnitId)> {
-        self.units_for_placement()
+    /// Where new actors go, given the actors placed so far.
+    pub fn placement(&self) -> Placement<'_> {
+        Placement::new(
+            &self.workers,
+            self.fragments
+                .values()
+                .flat_map(|f| f.actors.iter().map(|a| a.unit)),
+        )
     }
 
     pub fn next_actor(&mut self) -> ActorId {
@@ -117,34 +155,6 @@ impl MetaState {
     pub fn alloc_table_id(&mut self) -> TableId {
         self.next_table_id += 1;
         self.next_table_id
-    }
-
-    /// Running units, interleaved over workers, least loaded first.
-    pub(super) fn units_for_placement(&self) -> Vec<(WorkerId, UnitId)> {
-        let mut load: HashMap<UnitId, usize> = HashMap::new();
-        for f in self.fragments.values() {
-            for a in &f.actors {
-                *load.entry(a.unit).or_default() += 1;
-            }
-        }
-        let mut per_worker: Vec<Vec<(WorkerId, UnitId)>> = self
-            .workers
-            .values()
-            .filter(|w| w.state == WorkerState::Running)
-            .map(|w| w.units.iter().map(|u| (w.id, *u)).collect())
-            .collect();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while per_worker.iter().any(|w| i < w.len()) {
-            for w in &mut per_worker {
-                if let Some(u) = w.get(i) {
-                    out.push(*u);
-                }
-            }
-            i += 1;
-        }
-        out.sort_by_key(|(_, u)| load.get(u).copied().unwrap_or(0));
-        out
     }
 
     pub fn total_units(&self) -> usize {
@@ -190,7 +200,7 @@ pub const META_KEY: &[u8] = b"\0\0\0\0meta";
 /// The durable part of meta's state, committed with the epoch of the
 /// barrier that applied each change.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct PersistedMeta {
+pub(super) struct PersistedMeta {
     relations: BTreeMap<TableId, RelationEntry>,
     fragments: BTreeMap<FragmentId, Fragment>,
     edges: Vec<Edge>,
@@ -199,6 +209,14 @@ struct PersistedMeta {
     pub(super) next_actor_id: ActorId,
     #[serde(default)]
     scale_history: Vec<ScaleRecord>,
+    #[serde(default)]
+    workers: Vec<WorkerInfo>,
+    #[serde(default)]
+    next_worker_id: WorkerId,
+    #[serde(default)]
+    next_unit_id: UnitId,
+    #[serde(default)]
+    params: SystemParams,
 }
 
 impl MetaState {
@@ -212,6 +230,10 @@ impl MetaState {
             next_fragment_id: self.next_fragment_id,
             next_actor_id: self.next_actor_id,
             scale_history: self.scale_history.clone(),
+            workers: self.workers.values().map(Worker::info).collect(),
+            next_worker_id: self.next_worker_id,
+            next_unit_id: self.next_unit_id,
+            params: self.params.clone(),
         };
         bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
     }
@@ -224,6 +246,12 @@ impl MetaState {
         self.next_fragment_id = p.next_fragment_id;
         self.next_actor_id = p.next_actor_id;
         self.scale_history = p.scale_history;
+        self.params = p.params;
+        self.next_worker_id = self.next_worker_id.max(p.next_worker_id);
+        self.next_unit_id = self.next_unit_id.max(p.next_unit_id);
+        crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(
+            self.params.backfill_rows_per_barrier,
+        );
         // Actors placed on workers this process does not have move to the
         // units that exist, round robin.
         let units: Vec<(WorkerId, UnitId)> = self
@@ -273,6 +301,14 @@ pub struct Meta {
     pub(super) fault: Arc<std::sync::atomic::AtomicU32>,
     /// See `BarrierManager::dml_gate`.
     pub(super) dml_gate: Arc<tokio::sync::RwLock<()>>,
+    /// What a new compute node is started with.
+    pub(super) services: NodeServices,
+    /// Wakes the adaptive policy (a node joined, the policy was enabled).
+    pub(super) policy_wake: Arc<tokio::sync::Notify>,
+    /// A fail-over whose recovery has not completed yet: when it started
+    /// and what moved.
+    pub(super) failover_pending:
+        Mutex<Option<(chrono::NaiveDateTime, Instant, super::reschedule::ScaleSummary)>>,
 }
 
 /// Runs a recovery whenever the barrier manager reports a failure.
@@ -315,41 +351,65 @@ impl Meta {
         let (committed_tx, committed_rx) = watch::channel(store.committed_epoch());
         let nodes = Arc::new(RwLock::new(HashMap::new()));
         let fault = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let services = NodeServices {
+            store: store.clone(),
+            registry: registry.clone(),
+            events: events_tx,
+            committed: committed_rx.clone(),
+            fault: fault.clone(),
+        };
         let mut state = MetaState {
             next_table_id: FIRST_USER_ID,
             ..Default::default()
         };
-        let mut unit = 0;
-        for id in 1..=config.compute_nodes {
-            let node = Arc::new(ComputeNode::new(
-                id,
-                store.clone(),
-                registry.clone(),
-                events_tx.clone(),
-                committed_rx.clone(),
-                fault.clone(),
-            ));
-            nodes.write().insert(id, node.clone());
-            let units = (unit..unit + config.parallel_units).collect();
-            unit += config.parallel_units;
-            state.workers.insert(
-                id,
-                Worker {
+        let persisted = match store.get(META_KEY, false) {
+            Ok(Some(bytes)) => match serde_json::from_slice::<PersistedMeta>(&bytes) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the persisted catalog; starting empty");
+                    None
+                }
+            },
+            _ => None,
+        };
+        // The compute nodes: those of the committed catalog, else the
+        // configured ones (ids 1..N, units 0..N·P−1 in node order).
+        let workers: Vec<WorkerInfo> = match persisted.as_ref().map(|p| &p.workers) {
+            Some(w) if !w.is_empty() => w.clone(),
+            _ => (1..=config.compute_nodes)
+                .map(|id| WorkerInfo {
                     id,
-                    host: format!("127.0.0.1:{}", 5687 + id),
+                    host: host_of(id),
                     state: WorkerState::Running,
-                    units,
+                    units: ((id - 1) * config.parallel_units..id * config.parallel_units)
+                        .collect(),
+                })
+                .collect(),
+        };
+        for w in workers {
+            let node = Arc::new(ComputeNode::new(w.id, &services));
+            if w.state == WorkerState::Down {
+                node.kill();
+            } else {
+                nodes.write().insert(w.id, node.clone());
+            }
+            state.next_worker_id = state.next_worker_id.max(w.id);
+            state.next_unit_id = state
+                .next_unit_id
+                .max(w.units.iter().map(|u| u + 1).max().unwrap_or(0));
+            state.workers.insert(
+                w.id,
+                Worker {
+                    id: w.id,
+                    host: w.host,
+                    state: w.state,
+                    units: w.units,
                     node,
                 },
             );
         }
-        if let Ok(Some(bytes)) = store.get(META_KEY, false) {
-            match serde_json::from_slice::<PersistedMeta>(&bytes) {
-                Ok(p) => state.restore(p),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read the persisted catalog; starting empty")
-                }
-            }
+        if let Some(p) = persisted {
+            state.restore(p);
         }
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
         let (recovery_tx, recovery_rx) = mpsc::unbounded_channel();
@@ -367,6 +427,9 @@ impl Meta {
         tokio::spawn(manager.run());
         let now_micros = chrono::Utc::now().timestamp_micros();
         let meta = Arc::new(Meta {
+            services,
+            policy_wake: Arc::new(tokio::sync::Notify::new()),
+            failover_pending: Mutex::new(None),
             config,
             state: Mutex::new(state),
             store,
@@ -382,6 +445,8 @@ impl Meta {
             dml_gate,
         });
         tokio::spawn(recovery_loop(Arc::downgrade(&meta), recovery_rx));
+        tokio::spawn(super::workers::failure_detector(Arc::downgrade(&meta)));
+        tokio::spawn(super::workers::adaptive_policy(Arc::downgrade(&meta)));
         meta
     }
 
@@ -412,14 +477,32 @@ impl Meta {
         let _ddl = self.ddl_lock.lock().await;
         let mut routes = self.routes.write().await;
         routes.clear();
+        self.state.lock().mark_dead_workers();
         let nodes: Vec<Arc<ComputeNode>> = self.nodes.read().values().cloned().collect();
         for n in nodes {
             n.abort_all_and_wait().await;
         }
         self.registry.clear();
         self.store.abort_uncommitted();
+        // Fail-over: actors of nodes that are down move to the surviving
+        // units before everything is rebuilt.
+        if let Some(summary) = self.fail_over() {
+            let mut pending = self.failover_pending.lock();
+            match pending.as_mut() {
+                Some(p) => p.2.fragments.extend(summary.fragments),
+                None => {
+                    *pending = Some((chrono::Utc::now().naive_utc(), Instant::now(), summary));
+                }
+            }
+        }
         let (per_worker, actors, sources) = {
             let st = self.state.lock();
+            if st.total_units() == 0 && st.fragments.values().any(|f| !f.actors.is_empty()) {
+                return Err(MetaError::new(
+                    "55000",
+                    "no compute node is running: add or restart one",
+                ));
+            }
             let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
             let mut actors = Vec::new();
             let mut sources = Vec::new();
@@ -450,7 +533,10 @@ impl Meta {
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {
-                spec: BarrierSpec::default(),
+                spec: BarrierSpec {
+                    meta_snapshot: Some(self.state.lock().snapshot()),
+                    ..Default::default()
+                },
                 reset: Some(ResetInfo { actors, sources }),
                 done,
             })
@@ -460,6 +546,14 @@ impl Meta {
             .map_err(|_| MetaError::internal("barrier manager is gone"))?
             .map_err(MetaError::internal)?;
         self.recoveries.fetch_add(1, Ordering::Relaxed);
+        if let Some((started_at, started, mut summary)) = self.failover_pending.lock().take() {
+            summary.total_ms = started.elapsed().as_secs_f64() * 1000.0;
+            summary.pause_ms = summary.total_ms;
+            self.state
+                .lock()
+                .record_scale(started_at, "fail-over", &summary, true);
+            self.persist_catalog_soon();
+        }
         Ok(())
     }
 

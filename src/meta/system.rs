@@ -72,6 +72,7 @@ pub const SYSTEM_RELATIONS: &[(u32, &str, &[Col])] = &[
             ("pause_ms", DataType::Float64),
             ("total_ms", DataType::Float64),
             ("status", V),
+            ("vnodes_moved_across_workers", I),
         ],
     ),
 ];
@@ -212,6 +213,7 @@ pub fn system_rows(st: &MetaState, name: &str) -> Vec<Row> {
                     Some(ScalarValue::float64(h.pause_ms)),
                     Some(ScalarValue::float64(h.total_ms)),
                     text(h.status.as_str()),
+                    int(h.vnodes_moved_across_workers),
                 ]
             })
             .collect(),

@@ -113,6 +113,9 @@ pub enum BoundStatement {
     RemoveWorker {
         worker_id: u32,
     },
+    RestartWorker {
+        worker_id: u32,
+    },
     AlterSystemSet {
         name: String,
         value: String,

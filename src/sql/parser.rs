@@ -43,6 +43,8 @@ pub enum Statement {
     AddWorker { parallel_units: Option<u32> },
     /// `ALTER SYSTEM REMOVE WORKER id`
     RemoveWorker { worker_id: u32 },
+    /// `ALTER SYSTEM RESTART WORKER id`: bring a down compute node back.
+    RestartWorker { worker_id: u32 },
     /// `ALTER SYSTEM SET name {=|TO} value`
     AlterSystemSet { name: String, value: String },
     /// `SHOW CLUSTER`
@@ -242,6 +244,12 @@ fn parse_alter_system(p: &mut Parser) -> SqlResult<Statement> {
             let worker_id = parse_u32(p, "worker id")?;
             Ok(Statement::RemoveWorker { worker_id })
         }
+        Some("RESTART") => {
+            p.next_token();
+            expect_words(p, &["WORKER"])?;
+            let worker_id = parse_u32(p, "worker id")?;
+            Ok(Statement::RestartWorker { worker_id })
+        }
         Some("SET") => {
             p.next_token();
             let name = match p.next_token().token {
@@ -279,7 +287,7 @@ fn parse_alter_system(p: &mut Parser) -> SqlResult<Statement> {
             Ok(Statement::AlterSystemSet { name, value })
         }
         _ => Err(SqlError::syntax(format!(
-            "expected RESCHEDULE, ADD WORKER, REMOVE WORKER or SET after ALTER SYSTEM, found \"{}\"",
+            "expected RESCHEDULE, ADD WORKER, REMOVE WORKER, RESTART WORKER or SET after ALTER SYSTEM, found \"{}\"",
             p.peek_token().token
         ))),
     }
@@ -504,6 +512,10 @@ mod tests {
         assert!(matches!(
             one("ALTER SYSTEM REMOVE WORKER 3"),
             Statement::RemoveWorker { worker_id: 3 }
+        );
+        assert_eq!(
+            one("alter system restart worker 2"),
+            Statement::RestartWorker { worker_id: 2 }
         ));
         assert!(matches!(
             one("ALTER SYSTEM SET barrier_interval_ms = 100"),

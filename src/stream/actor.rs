@@ -22,6 +22,10 @@ pub enum ComputeEvent {
     Collected { actor_id: ActorId, epoch: u64 },
     /// The actor stopped with an error it cannot recover from.
     Failed { actor_id: ActorId, error: String },
+    /// Meta's failure detector found a compute node down.
+    WorkerDown {
+        worker: super::compute_node::WorkerId,
+    },
 }
 
 /// What an actor reads from.
@@ -47,6 +51,9 @@ pub struct Actor {
     /// Fault injection (off when 0): the next chunk an actor of this
     /// fragment processes fails the actor, which makes meta recover.
     pub fault: Arc<std::sync::atomic::AtomicU32>,
+    /// Set when the actor's compute node is made to panic (a test fault):
+    /// the actor panics at the next message it handles.
+    pub panic: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Actor {
@@ -113,6 +120,9 @@ impl Actor {
     async fn run_inner(&mut self) -> StreamResult<()> {
         loop {
             let (input, msg) = self.next_input().await?;
+            if self.panic.load(std::sync::atomic::Ordering::Relaxed) {
+                panic!("actor {}: its compute node panicked", self.actor_id);
+            }
             match msg {
                 Message::Chunk(chunk) => self.push(0, input, vec![chunk]).await?,
                 Message::Barrier(barrier) => {

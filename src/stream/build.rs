@@ -174,6 +174,8 @@ pub struct BuildContext {
     pub committed: watch::Receiver<u64>,
     /// See [`Actor::fault`].
     pub fault: Arc<std::sync::atomic::AtomicU32>,
+    /// See [`Actor::panic`].
+    pub panic: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Build an actor. For source actors, the local channel's receiver is
@@ -226,6 +228,7 @@ pub fn build_actor(
         events: ctx.events.clone(),
         committed: ctx.committed.clone(),
         fault: ctx.fault.clone(),
+        panic: ctx.panic.clone(),
     }
 }
 

@@ -2,10 +2,12 @@
 //! into its source actors and reports their collection to meta.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
 use super::actor::ComputeEvent;
@@ -15,6 +17,19 @@ use super::message::{ActorId, Barrier, Message};
 use crate::storage::StateStore;
 
 pub type WorkerId = u32;
+
+/// How often a compute node's heartbeat task beats.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The services every compute node of a cluster shares.
+#[derive(Clone)]
+pub struct NodeServices {
+    pub store: Arc<dyn StateStore>,
+    pub registry: Arc<ExchangeRegistry>,
+    pub events: mpsc::UnboundedSender<ComputeEvent>,
+    pub committed: watch::Receiver<u64>,
+    pub fault: Arc<std::sync::atomic::AtomicU32>,
+}
 
 struct ActorHandle {
     join: JoinHandle<()>,
@@ -26,32 +41,82 @@ pub struct ComputeNode {
     pub id: WorkerId,
     ctx: BuildContext,
     actors: Mutex<HashMap<ActorId, ActorHandle>>,
+    /// Beats every [`HEARTBEAT_INTERVAL`]; a node whose heartbeat task
+    /// ended (killed, panicked) or stopped beating is down.
+    heartbeat: Mutex<Option<JoinHandle<()>>>,
+    last_beat: Arc<Mutex<Instant>>,
+    /// Test fault: every task of the node panics (see [`Self::inject_panic`]).
+    panic: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+    killed: AtomicBool,
 }
 
 impl ComputeNode {
-    pub fn new(
-        id: WorkerId,
-        store: Arc<dyn StateStore>,
-        registry: Arc<ExchangeRegistry>,
-        events: mpsc::UnboundedSender<ComputeEvent>,
-        committed: watch::Receiver<u64>,
-        fault: Arc<std::sync::atomic::AtomicU32>,
-    ) -> Self {
+    /// Start a node (and its heartbeat). Must run inside the runtime.
+    pub fn new(id: WorkerId, services: &NodeServices) -> Self {
+        let panic = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(Notify::new());
+        let last_beat = Arc::new(Mutex::new(Instant::now()));
+        let heartbeat = tokio::spawn(heartbeat(
+            id,
+            last_beat.clone(),
+            panic.clone(),
+            wake.clone(),
+        ));
         ComputeNode {
             id,
             ctx: BuildContext {
-                store,
-                registry,
-                events,
-                committed,
-                fault,
+                store: services.store.clone(),
+                registry: services.registry.clone(),
+                events: services.events.clone(),
+                committed: services.committed.clone(),
+                fault: services.fault.clone(),
+                panic: panic.clone(),
             },
             actors: Mutex::new(HashMap::new()),
+            heartbeat: Mutex::new(Some(heartbeat)),
+            last_beat,
+            panic,
+            wake,
+            killed: AtomicBool::new(false),
         }
     }
 
-    /// Build and start actors; each waits for its first barrier.
+    /// Whether the node is up: not killed, its heartbeat task still runs
+    /// and beat within `timeout`.
+    pub fn is_alive(&self, timeout: Duration) -> bool {
+        !self.killed.load(Ordering::SeqCst)
+            && self
+                .heartbeat
+                .lock()
+                .as_ref()
+                .is_some_and(|h| !h.is_finished())
+            && self.last_beat.lock().elapsed() < timeout
+    }
+
+    /// Test fault: stop the node abruptly. Its actors and heartbeat are
+    /// aborted; nothing is reported to meta, which notices the silence.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        if let Some(h) = self.heartbeat.lock().take() {
+            h.abort();
+        }
+        self.abort_all();
+    }
+
+    /// Test fault: every task of the node panics — the heartbeat at once,
+    /// each actor at the next message it handles.
+    pub fn inject_panic(&self) {
+        self.panic.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Build and start actors; each waits for its first barrier. A node
+    /// that is down builds nothing.
     pub fn build_actors(&self, descs: &[ActorDesc]) {
+        if self.killed.load(Ordering::SeqCst) {
+            return;
+        }
         let mut actors = self.actors.lock();
         for desc in descs {
             let (local_tx, local_rx) = match desc.source {
@@ -125,5 +190,23 @@ impl ComputeNode {
 
     pub fn actor_count(&self) -> usize {
         self.actors.lock().len()
+    }
+}
+
+async fn heartbeat(
+    id: WorkerId,
+    last_beat: Arc<Mutex<Instant>>,
+    panic: Arc<AtomicBool>,
+    wake: Arc<Notify>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(HEARTBEAT_INTERVAL) => {}
+            _ = wake.notified() => {}
+        }
+        if panic.load(Ordering::SeqCst) {
+            panic!("compute node {id}: injected panic");
+        }
+        *last_beat.lock() = Instant::now();
     }
 }

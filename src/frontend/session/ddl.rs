@@ -8,6 +8,7 @@ use crate::common::DataType;
 use crate::frontend::{FrontendError, StatementResult};
 use crate::meta::catalog::{ColumnDesc, RelationKind};
 use crate::meta::graph::{PlanGraph, UpstreamSnapshot};
+use crate::meta::reschedule::{ScaleKind, ScaleSummary};
 use crate::meta::service::{relation_desc, table_columns, Parallelism};
 use crate::meta::Meta;
 use crate::planner::logical::LogicalPlan;
@@ -202,10 +203,7 @@ impl LocalSession {
             ParallelismTarget::Fragment(f) => (vec![*f], None, true),
         };
         let plan = self.meta.plan_parallelism(&fragments, p, explicit)?;
-        let shown = match p {
-            Parallelism::Adaptive => "ADAPTIVE".to_string(),
-            Parallelism::Fixed(n) => n.to_string(),
-        };
+        let shown = p.display().to_uppercase();
         let statement = match &target {
             ParallelismTarget::Relation(r) => {
                 format!(
@@ -225,7 +223,14 @@ impl LocalSession {
             }
         } else {
             self.meta
-                .apply_reschedule(plan, &statement, table.map(|t| (t, p)))
+                .apply_reschedule(
+                    plan,
+                    &statement,
+                    match table {
+                        Some(t) => ScaleKind::Job(t, p),
+                        None => ScaleKind::Manual,
+                    },
+                )
                 .await?;
         }
         Ok(command(match target {
@@ -245,34 +250,64 @@ impl LocalSession {
             self.meta.preview_reschedule(&parsed)?
         } else {
             self.meta
-                .apply_reschedule(parsed, &format!("ALTER SYSTEM RESCHEDULE '{plan}'"), None)
+                .apply_reschedule(
+                    parsed,
+                    &format!("ALTER SYSTEM RESCHEDULE '{plan}'"),
+                    ScaleKind::Manual,
+                )
                 .await?
         };
         if !dry_run {
             return Ok(command("ALTER SYSTEM"));
         }
-        let rows = summary
-            .fragments
-            .iter()
-            .map(|(f, a, r, m, u)| {
-                vec![
-                    int(*f as i32),
-                    int(*a as i32),
-                    int(*r as i32),
-                    int(*m as i32),
-                    text(u.as_str()),
-                ]
-            })
-            .collect();
+        Ok(plan_rows(&summary))
+    }
+
+    /// `ALTER SYSTEM RESCHEDULE DRAIN WORKER id [DRY RUN]`.
+    pub(super) async fn drain_worker(&self, id: u32, dry_run: bool) -> FResult<StatementResult> {
+        let summary = self.meta.drain_worker(id, dry_run).await?;
+        if dry_run {
+            Ok(plan_rows(&summary))
+        } else {
+            Ok(command("ALTER SYSTEM"))
+        }
+    }
+
+    /// `ALTER SYSTEM ADD WORKER`: one row, the new node's id.
+    pub(super) async fn add_worker(&self, parallel_units: Option<u32>) -> FResult<StatementResult> {
+        let id = self.meta.add_worker(parallel_units).await?;
         Ok(rows_result(
-            fields(&[
-                ("fragment_id", DataType::Int32),
-                ("actors_added", DataType::Int32),
-                ("actors_removed", DataType::Int32),
-                ("vnodes_moved", DataType::Int32),
-                ("units", DataType::Varchar),
-            ]),
-            rows,
+            fields(&[("worker_id", DataType::Int32)]),
+            vec![vec![int(id as i32)]],
         ))
     }
+}
+
+/// A reschedule plan, one row per fragment (DRY RUN output).
+fn plan_rows(summary: &ScaleSummary) -> StatementResult {
+    let rows = summary
+        .fragments
+        .iter()
+        .map(|f| {
+            vec![
+                int(f.fragment as i32),
+                int(f.actors_added as i32),
+                int(f.actors_removed as i32),
+                int(f.vnodes_moved as i32),
+                int(f.vnodes_moved_across_workers as i32),
+                text(f.units.as_str()),
+            ]
+        })
+        .collect();
+    rows_result(
+        fields(&[
+            ("fragment_id", DataType::Int32),
+            ("actors_added", DataType::Int32),
+            ("actors_removed", DataType::Int32),
+            ("vnodes_moved", DataType::Int32),
+            ("vnodes_moved_across_workers", DataType::Int32),
+            ("units", DataType::Varchar),
+        ]),
+        rows,
+    )
 }

@@ -219,12 +219,18 @@ impl LocalSession {
                 parallelism,
             } => self.alter_parallelism(target, parallelism.into()).await,
             BoundStatement::Reschedule { plan, dry_run } => self.reschedule(&plan, dry_run).await,
-            BoundStatement::DrainWorker { .. }
-            | BoundStatement::AddWorker { .. }
-            | BoundStatement::RemoveWorker { .. } => Err(FrontendError::new(
-                "0A000",
-                "online scaling statements are not supported yet",
-            )),
+            BoundStatement::DrainWorker { worker_id, dry_run } => {
+                self.drain_worker(worker_id, dry_run).await
+            }
+            BoundStatement::AddWorker { parallel_units } => self.add_worker(parallel_units).await,
+            BoundStatement::RemoveWorker { worker_id } => {
+                self.meta.remove_worker(worker_id).await?;
+                Ok(command("ALTER SYSTEM"))
+            }
+            BoundStatement::RestartWorker { worker_id } => {
+                self.meta.restart_worker(worker_id).await?;
+                Ok(command("ALTER SYSTEM"))
+            }
         }
     }
 }

@@ -137,7 +137,9 @@ impl LocalSession {
                 ..
             } => {
                 let n = match self.parallelism_for(&with_options)? {
-                    Parallelism::Adaptive => self.meta.with_state(|st| st.total_units()),
+                    Parallelism::Adaptive | Parallelism::Custom => {
+                        self.meta.with_state(|st| st.total_units())
+                    }
                     Parallelism::Fixed(n) => n as usize,
                 };
                 // Plan with throw-away ids: EXPLAIN changes nothing.

@@ -50,6 +50,20 @@ fn with_parallelism(options: &BTreeMap<String, String>) -> FResult<Option<Parall
     }
 }
 
+/// A PostgreSQL Boolean setting: on/off, true/false, yes/no, 1/0 (and
+/// their unambiguous prefixes t/f).
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().trim_matches('\'').to_ascii_lowercase().as_str() {
+        "true" | "on" | "1" | "t" | "yes" => Some(true),
+        "false" | "off" | "0" | "f" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.into()
+}
+
 fn parse_parallelism(v: &str) -> FResult<Parallelism> {
     let v = v.trim().trim_matches('\'');
     if v.eq_ignore_ascii_case("adaptive") || v.eq_ignore_ascii_case("default") {
@@ -111,7 +125,44 @@ impl LocalSession {
                             format!("backfill_rows_per_barrier must be a positive integer, got \"{value}\""),
                         )
                     })?;
-                crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(rows);
+                self.meta.set_backfill_rows_per_barrier(rows);
+                Ok(())
+            }
+            "adaptive_scaling" => {
+                let on = parse_bool(value).ok_or_else(|| {
+                    FrontendError::new(
+                        "22023",
+                        format!("parameter \"adaptive_scaling\" requires a Boolean value, got \"{value}\""),
+                    )
+                })?;
+                self.meta.set_adaptive_scaling(Some(on), None);
+                Ok(())
+            }
+            "adaptive_scaling_interval_ms" => {
+                let ms = value
+                    .trim()
+                    .trim_matches('\'')
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| (10..=86_400_000).contains(n))
+                    .ok_or_else(|| {
+                        FrontendError::new(
+                            "22023",
+                            format!("adaptive_scaling_interval_ms must be an integer from 10 to 86400000, got \"{value}\""),
+                        )
+                    })?;
+                self.meta.set_adaptive_scaling(None, Some(ms));
+                Ok(())
+            }
+            "debug_kill_worker" | "debug_panic_worker" => {
+                let id = value.trim().trim_matches('\'').parse::<u32>().map_err(|_| {
+                    FrontendError::new(
+                        "22023",
+                        format!("invalid compute node id \"{value}\" for {name}"),
+                    )
+                })?;
+                self.meta
+                    .inject_worker_failure(id, name.eq_ignore_ascii_case("debug_panic_worker"))?;
                 Ok(())
             }
             other => Err(FrontendError::new(
@@ -126,10 +177,9 @@ impl LocalSession {
         let mut vars = self.vars.lock();
         match name.as_str() {
             "rw_implicit_flush" => {
-                vars.implicit_flush = match value.as_deref().map(|v| v.to_ascii_lowercase()) {
+                vars.implicit_flush = match value.as_deref() {
                     None => false,
-                    Some(v) if ["true", "on", "1", "t", "yes"].contains(&v.as_str()) => true,
-                    Some(v) if ["false", "off", "0", "f", "no"].contains(&v.as_str()) => false,
+                    Some(v) if parse_bool(v).is_some() => parse_bool(v).unwrap_or(false),
                     Some(v) => {
                         return Err(FrontendError::new(
                             "22023",
@@ -183,10 +233,17 @@ impl LocalSession {
         ));
         out.push((
             "streaming_parallelism".into(),
-            match vars.streaming_parallelism {
-                Parallelism::Adaptive => "adaptive".into(),
-                Parallelism::Fixed(n) => n.to_string(),
-            },
+            vars.streaming_parallelism.display(),
+        ));
+        let params = self.meta.with_state(|st| st.params.clone());
+        out.push(("adaptive_scaling".into(), on_off(params.adaptive_scaling)));
+        out.push((
+            "adaptive_scaling_interval_ms".into(),
+            params.adaptive_scaling_interval_ms.to_string(),
+        ));
+        out.push((
+            "backfill_rows_per_barrier".into(),
+            params.backfill_rows_per_barrier.to_string(),
         ));
         out.sort();
         out

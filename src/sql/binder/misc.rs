@@ -178,6 +178,9 @@ impl Binder<'_> {
             Statement::RemoveWorker { worker_id } => BoundStatement::RemoveWorker {
                 worker_id: *worker_id,
             },
+            Statement::RestartWorker { worker_id } => BoundStatement::RestartWorker {
+                worker_id: *worker_id,
+            },
             Statement::AlterSystemSet { name, value } => BoundStatement::AlterSystemSet {
                 name: name.clone(),
                 value: value.clone(),

@@ -36,10 +36,13 @@ use crate::stream::build::StateTableDesc;
 use crate::stream::message::Barrier;
 use crate::stream::{StreamError, StreamResult};
 
+/// The default of `backfill_rows_per_barrier`.
+pub const DEFAULT_BACKFILL_ROWS_PER_BARRIER: usize = 8 * CHUNK_SIZE;
+
 /// Rows of snapshot one scan actor emits per barrier: the system parameter
 /// `backfill_rows_per_barrier` (one value per process, which is one
 /// cluster).
-static ROWS_PER_BARRIER: AtomicUsize = AtomicUsize::new(8 * CHUNK_SIZE);
+static ROWS_PER_BARRIER: AtomicUsize = AtomicUsize::new(DEFAULT_BACKFILL_ROWS_PER_BARRIER);
 
 pub fn set_backfill_rows_per_barrier(rows: usize) {
     ROWS_PER_BARRIER.store(rows.max(1), Ordering::Relaxed);
