@@ -16,10 +16,10 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::barrier::BarrierSpec;
+use super::cluster::WorkerState;
 use super::fragment::{actor_desc, ActorInfo, Fragment};
 use super::graph::EdgeSpec;
 use super::scale::{rebalance, Owner};
-use super::cluster::WorkerState;
 use super::service::{Meta, MetaState, Parallelism, ScaleRecord};
 use super::{MetaError, MetaResult};
 use crate::common::Bitmap;
@@ -269,7 +269,8 @@ impl Meta {
                 }
                 continue;
             }
-            let cur: Vec<(WorkerId, UnitId)> = f.actors.iter().map(|a| (a.worker, a.unit)).collect();
+            let cur: Vec<(WorkerId, UnitId)> =
+                f.actors.iter().map(|a| (a.worker, a.unit)).collect();
             let mut change = FragmentChange::default();
             if n > cur.len() {
                 change.add = placement
@@ -401,11 +402,23 @@ impl Meta {
         self.check_plan(&plan)?;
         let mut summary = ScaleSummary::default();
         // 1. the new layout, and the mutation that gets there
-        let (old_fragments, old_parallelism, mutation, descs, add_actors, add_sources, remove_actors, tables) = {
+        let (
+            old_fragments,
+            old_parallelism,
+            mutation,
+            descs,
+            add_actors,
+            add_sources,
+            remove_actors,
+            tables,
+        ) = {
             let mut st = self.state.lock();
             let old_fragments = st.fragments.clone();
-            let old_parallelism: Vec<(TableId, Parallelism)> =
-                st.relations.iter().map(|(t, r)| (*t, r.parallelism)).collect();
+            let old_parallelism: Vec<(TableId, Parallelism)> = st
+                .relations
+                .iter()
+                .map(|(t, r)| (*t, r.parallelism))
+                .collect();
             let layouts = st.apply_layouts(&plan);
             let mut added_of: HashMap<FragmentId, Vec<ActorId>> = HashMap::new();
             let mut removed_of: HashMap<FragmentId, Vec<ActorId>> = HashMap::new();

@@ -72,7 +72,8 @@ impl Default for SystemParams {
         SystemParams {
             adaptive_scaling: true,
             adaptive_scaling_interval_ms: 1000,
-            backfill_rows_per_barrier: crate::stream::executor::stream_scan::DEFAULT_BACKFILL_ROWS_PER_BARRIER,
+            backfill_rows_per_barrier:
+                crate::stream::executor::stream_scan::DEFAULT_BACKFILL_ROWS_PER_BARRIER,
         }
     }
 }
@@ -307,8 +308,13 @@ pub struct Meta {
     pub(super) policy_wake: Arc<tokio::sync::Notify>,
     /// A fail-over whose recovery has not completed yet: when it started
     /// and what moved.
-    pub(super) failover_pending:
-        Mutex<Option<(chrono::NaiveDateTime, Instant, super::reschedule::ScaleSummary)>>,
+    pub(super) failover_pending: Mutex<
+        Option<(
+            chrono::NaiveDateTime,
+            Instant,
+            super::reschedule::ScaleSummary,
+        )>,
+    >,
 }
 
 /// Runs a recovery whenever the barrier manager reports a failure.
@@ -381,8 +387,7 @@ impl Meta {
                     id,
                     host: host_of(id),
                     state: WorkerState::Running,
-                    units: ((id - 1) * config.parallel_units..id * config.parallel_units)
-                        .collect(),
+                    units: ((id - 1) * config.parallel_units..id * config.parallel_units).collect(),
                 })
                 .collect(),
         };

@@ -328,7 +328,9 @@ impl Meta {
         }
         let statement = format!("ALTER SYSTEM RESCHEDULE DRAIN WORKER {id}");
         let result = if plan.is_empty() {
-            self.persist_catalog().await.map(|_| ScaleSummary::default())
+            self.persist_catalog()
+                .await
+                .map(|_| ScaleSummary::default())
         } else {
             self.apply_reschedule_locked(plan, &statement, ScaleKind::Automatic)
                 .await
@@ -431,7 +433,10 @@ pub(super) async fn failure_detector(meta: Weak<Meta>) {
         let Some(meta) = meta.upgrade() else { return };
         let down = meta.state.lock().mark_dead_workers();
         for worker in down {
-            let _ = meta.services.events.send(ComputeEvent::WorkerDown { worker });
+            let _ = meta
+                .services
+                .events
+                .send(ComputeEvent::WorkerDown { worker });
         }
     }
 }

@@ -155,12 +155,16 @@ impl LocalSession {
                 Ok(())
             }
             "debug_kill_worker" | "debug_panic_worker" => {
-                let id = value.trim().trim_matches('\'').parse::<u32>().map_err(|_| {
-                    FrontendError::new(
-                        "22023",
-                        format!("invalid compute node id \"{value}\" for {name}"),
-                    )
-                })?;
+                let id = value
+                    .trim()
+                    .trim_matches('\'')
+                    .parse::<u32>()
+                    .map_err(|_| {
+                        FrontendError::new(
+                            "22023",
+                            format!("invalid compute node id \"{value}\" for {name}"),
+                        )
+                    })?;
                 self.meta
                     .inject_worker_failure(id, name.eq_ignore_ascii_case("debug_panic_worker"))?;
                 Ok(())
