@@ -153,3 +153,89 @@ impl<'a> Placement<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStateStore;
+    use crate::stream::compute_node::NodeServices;
+    use crate::stream::exchange::ExchangeRegistry;
+
+    /// `units[i]` units on node i + 1, unit ids in node order.
+    fn cluster(units: &[u32]) -> BTreeMap<WorkerId, Worker> {
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        let (_, committed) = tokio::sync::watch::channel(0);
+        let services = NodeServices {
+            store: Arc::new(MemoryStateStore::new()),
+            registry: Arc::new(ExchangeRegistry::default()),
+            events,
+            committed,
+            fault: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+        };
+        let mut next = 0;
+        units
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let id = i as WorkerId + 1;
+                let w = Worker {
+                    id,
+                    host: host_of(id),
+                    state: WorkerState::Running,
+                    units: (next..next + n).collect(),
+                    node: Arc::new(ComputeNode::new(id, &services)),
+                };
+                next += n;
+                (id, w)
+            })
+            .collect()
+    }
+
+    fn per_worker(picks: &[(WorkerId, UnitId)]) -> BTreeMap<WorkerId, usize> {
+        let mut m = BTreeMap::new();
+        for (w, _) in picks {
+            *m.entry(*w).or_insert(0) += 1;
+        }
+        m
+    }
+
+    #[tokio::test]
+    async fn a_fragment_spreads_over_nodes_then_units() {
+        let workers = cluster(&[2, 2, 2]);
+        let mut p = Placement::new(&workers, std::iter::empty());
+        let three = p.pick(&[], 3);
+        assert_eq!(per_worker(&three), BTreeMap::from([(1, 1), (2, 1), (3, 1)]));
+        // the next fragment prefers the units the first left free
+        let next = p.pick(&[], 3);
+        assert!(
+            next.iter().all(|x| !three.contains(x)),
+            "{three:?} {next:?}"
+        );
+        // growing a fragment on nodes 1 and 1 goes to nodes 2 and 3 first
+        let grow = p.pick(&[(1, 0), (1, 1)], 2);
+        assert_eq!(per_worker(&grow), BTreeMap::from([(2, 1), (3, 1)]));
+    }
+
+    #[tokio::test]
+    async fn draining_and_down_nodes_get_nothing() {
+        let mut workers = cluster(&[2, 2, 2]);
+        if let Some(w) = workers.get_mut(&2) {
+            w.state = WorkerState::Draining;
+        }
+        if let Some(w) = workers.get_mut(&3) {
+            w.state = WorkerState::Down;
+        }
+        let mut p = Placement::new(&workers, std::iter::empty());
+        assert_eq!(p.pick(&[], 6), vec![(1, 0), (1, 1)]);
+    }
+
+    #[tokio::test]
+    async fn removals_come_from_the_most_crowded_node() {
+        let workers = cluster(&[3, 1]);
+        let mut p = Placement::new(&workers, [0, 1, 2, 3].into_iter());
+        let cur = [(1, 0), (1, 1), (1, 2), (2, 3)];
+        let removed = p.pick_removals(&cur, 2);
+        assert_eq!(removed.len(), 2);
+        assert!(removed.iter().all(|u| *u < 3), "{removed:?}");
+    }
+}

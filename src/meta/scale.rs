@@ -181,6 +181,23 @@ mod tests {
     }
 
     #[test]
+    fn new_actors_take_vnodes_from_their_own_node() {
+        // actors 1 (node 1) and 2 (node 2); one new actor on each node
+        let old = owners(2);
+        let (r, moved) = rebalance(&old, &[], &[(9, 1), (10, 2)]);
+        check_balanced(&r);
+        assert_eq!(moved, 128);
+        let of = |a: ActorId| r.iter().find(|x| x.0 == a).map(|x| x.1.clone());
+        for (new, old_owner) in [(9, &old[0]), (10, &old[1])] {
+            let b = of(new).unwrap_or_default();
+            assert!(
+                b.iter().all(|v| old_owner.vnodes.contains(v)),
+                "actor {new} got vnodes from another node"
+            );
+        }
+    }
+
+    #[test]
     fn random_sequences_stay_balanced_and_minimal() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
