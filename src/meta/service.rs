@@ -298,6 +298,8 @@ pub struct Meta {
     pub(crate) routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
     pub(super) row_id: AtomicI64,
     pub(super) recoveries: AtomicI64,
+    /// Set from a failure until the recovery that follows succeeds.
+    pub(super) recovering: std::sync::atomic::AtomicBool,
     /// Test knob shared by every actor: see `inject_actor_failure`.
     pub(super) fault: Arc<std::sync::atomic::AtomicU32>,
     /// See `BarrierManager::dml_gate`.
@@ -322,12 +324,14 @@ async fn recovery_loop(meta: std::sync::Weak<Meta>, mut rx: mpsc::UnboundedRecei
     while let Some(reason) = rx.recv().await {
         while rx.try_recv().is_ok() {}
         let Some(meta) = meta.upgrade() else { return };
+        meta.recovering.store(true, Ordering::SeqCst);
         tracing::warn!(%reason, "recovering every streaming job from the last committed epoch");
         let mut delay = Duration::from_millis(10);
         loop {
             match meta.recover().await {
                 Ok(()) => {
                     tracing::info!(epoch = meta.committed_epoch(), "recovery done");
+                    meta.recovering.store(false, Ordering::SeqCst);
                     break;
                 }
                 Err(e) => {
@@ -446,6 +450,7 @@ impl Meta {
             routes: tokio::sync::RwLock::new(HashMap::new()),
             row_id: AtomicI64::new(now_micros << 10),
             recoveries: AtomicI64::new(0),
+            recovering: std::sync::atomic::AtomicBool::new(false),
             fault,
             dml_gate,
         });

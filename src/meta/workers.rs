@@ -386,6 +386,10 @@ impl Meta {
     /// the cluster. Returns whether anything changed.
     pub async fn adaptive_tick(&self) -> MetaResult<bool> {
         let _ddl = self.ddl_lock.lock().await;
+        // A recovery rebuilds the layout first (and places what it must).
+        if self.recovering.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(false);
+        }
         let plan = {
             let st = self.state.lock();
             if !st.params.adaptive_scaling {
