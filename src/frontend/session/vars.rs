@@ -50,6 +50,29 @@ fn with_parallelism(options: &BTreeMap<String, String>) -> FResult<Option<Parall
     }
 }
 
+/// An integer system parameter within `range`.
+fn int_param<T>(name: &str, value: &str, range: std::ops::RangeInclusive<T>) -> FResult<T>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    value
+        .trim()
+        .trim_matches('\'')
+        .parse::<T>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            FrontendError::new(
+                "22023",
+                format!(
+                    "{name} must be an integer from {} to {}, got \"{value}\"",
+                    range.start(),
+                    range.end()
+                ),
+            )
+        })
+}
+
 /// A PostgreSQL Boolean setting: on/off, true/false, yes/no, 1/0 (and
 /// their unambiguous prefixes t/f).
 fn parse_bool(v: &str) -> Option<bool> {
@@ -89,42 +112,24 @@ impl LocalSession {
         Ok(with_parallelism(with_options)?.unwrap_or(self.vars.lock().streaming_parallelism))
     }
 
-    /// System parameters. `backfill_rows_per_barrier = n`: snapshot rows
-    /// each stream scan actor emits per barrier while backfilling.
-    /// `debug_inject_actor_failure = <fragment id>` is
-    /// a test fault (off unless set): the next chunk an actor of that
-    /// fragment processes fails it, and the cluster recovers from the last
-    /// committed epoch.
+    /// System parameters (committed with the catalog):
+    /// `backfill_rows_per_barrier = n`, snapshot rows each stream scan
+    /// actor emits per barrier while backfilling; `adaptive_scaling =
+    /// on|off` and `adaptive_scaling_interval_ms = n`, the adaptive
+    /// policy. Test faults (off unless set): `debug_inject_actor_failure =
+    /// <fragment id>` fails the next chunk an actor of that fragment
+    /// processes, and the cluster recovers from the last committed epoch;
+    /// `debug_kill_worker = <id>` stops a compute node abruptly and
+    /// `debug_panic_worker = <id>` makes every task of it panic.
     pub(super) fn alter_system_set(&self, name: &str, value: &str) -> FResult<()> {
         match name.to_ascii_lowercase().as_str() {
             "debug_inject_actor_failure" => {
-                let fragment =
-                    value
-                        .trim()
-                        .trim_matches('\'')
-                        .parse::<u32>()
-                        .map_err(|_| {
-                            FrontendError::new(
-                        "22023",
-                        format!("invalid fragment id \"{value}\" for debug_inject_actor_failure"),
-                    )
-                        })?;
+                let fragment = int_param(name, value, 0..=u32::MAX)?;
                 self.meta.inject_actor_failure(fragment);
                 Ok(())
             }
             "backfill_rows_per_barrier" => {
-                let rows = value
-                    .trim()
-                    .trim_matches('\'')
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        FrontendError::new(
-                            "22023",
-                            format!("backfill_rows_per_barrier must be a positive integer, got \"{value}\""),
-                        )
-                    })?;
+                let rows = int_param(name, value, 1..=usize::MAX)?;
                 self.meta.set_backfill_rows_per_barrier(rows);
                 Ok(())
             }
@@ -139,32 +144,12 @@ impl LocalSession {
                 Ok(())
             }
             "adaptive_scaling_interval_ms" => {
-                let ms = value
-                    .trim()
-                    .trim_matches('\'')
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| (10..=86_400_000).contains(n))
-                    .ok_or_else(|| {
-                        FrontendError::new(
-                            "22023",
-                            format!("adaptive_scaling_interval_ms must be an integer from 10 to 86400000, got \"{value}\""),
-                        )
-                    })?;
+                let ms = int_param(name, value, 10..=86_400_000)?;
                 self.meta.set_adaptive_scaling(None, Some(ms));
                 Ok(())
             }
             "debug_kill_worker" | "debug_panic_worker" => {
-                let id = value
-                    .trim()
-                    .trim_matches('\'')
-                    .parse::<u32>()
-                    .map_err(|_| {
-                        FrontendError::new(
-                            "22023",
-                            format!("invalid compute node id \"{value}\" for {name}"),
-                        )
-                    })?;
+                let id = int_param(name, value, 0..=u32::MAX)?;
                 self.meta
                     .inject_worker_failure(id, name.eq_ignore_ascii_case("debug_panic_worker"))?;
                 Ok(())
