@@ -4,8 +4,9 @@
 //! with ⌊256/n⌋ or ⌈256/n⌉ vnodes; survivors keep as many of their current
 //! vnodes as that allows (the ones with most vnodes get the ⌈⌉ shares), so
 //! 3 → 4 actors moves exactly 64 vnodes and 4 → 3 moves 64. Vnodes that
-//! must move go preferably to an actor on the same compute node as their
-//! previous owner.
+//! must move go to an actor on the same compute node as their previous
+//! owner whenever one has room: a vnode changes node only when its node
+//! cannot take it.
 
 use std::collections::BTreeMap;
 
@@ -93,20 +94,24 @@ pub fn rebalance(
     for (v, w) in pool {
         by_worker.entry(w).or_default().push(v);
     }
+    // First every actor takes what it can from its own node, then the rest
+    // is spread: a vnode changes node only when its node has no room.
     for i in 0..n {
-        while kept[i].len() < target[i] {
-            let w = workers[i];
-            let from = if by_worker.get(&w).is_some_and(|v| !v.is_empty()) {
-                w
-            } else {
-                match by_worker.iter().find(|(_, v)| !v.is_empty()) {
-                    Some((w, _)) => *w,
+        if let Some(own) = by_worker.get_mut(&workers[i]) {
+            while kept[i].len() < target[i] {
+                match own.pop() {
+                    Some(v) => kept[i].push(v),
                     None => break,
                 }
-            };
-            if let Some(v) = by_worker.get_mut(&from).and_then(|v| v.pop()) {
-                kept[i].push(v);
             }
+        }
+    }
+    for i in 0..n {
+        while kept[i].len() < target[i] {
+            let Some(v) = by_worker.values_mut().find_map(|v| v.pop()) else {
+                break;
+            };
+            kept[i].push(v);
         }
     }
     let ids = survivors
@@ -195,6 +200,31 @@ mod tests {
                 "actor {new} got vnodes from another node"
             );
         }
+    }
+
+    #[test]
+    fn removed_vnodes_stay_on_their_node_when_it_has_room() {
+        // A (node 3), B (node 1), C (node 1), D (node 2); C and D go
+        let old: Vec<Owner> = even_bitmaps(4)
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| Owner {
+                actor: i as ActorId + 1,
+                worker: [3, 1, 1, 2][i],
+                vnodes: b,
+            })
+            .collect();
+        let (r, moved) = rebalance(&old, &[3, 4], &[]);
+        check_balanced(&r);
+        assert_eq!(moved, 128);
+        // B takes C's vnodes (same node) although A is served first; only
+        // D's vnodes change node
+        let b = r
+            .iter()
+            .find(|x| x.0 == 2)
+            .map(|x| x.1.clone())
+            .unwrap_or_default();
+        assert!(old[2].vnodes.iter().all(|v| b.contains(v)));
     }
 
     #[test]
