@@ -308,6 +308,9 @@ pub struct Meta {
     pub(super) services: NodeServices,
     /// Wakes the adaptive policy (a node joined, the policy was enabled).
     pub(super) policy_wake: Arc<tokio::sync::Notify>,
+    /// Told when a compute node joins or comes back (a recovery waiting
+    /// for one retries).
+    pub(super) nodes_changed: tokio::sync::Notify,
     /// A fail-over whose recovery has not completed yet: when it started
     /// and what moved.
     pub(super) failover_pending: Mutex<
@@ -337,7 +340,11 @@ async fn recovery_loop(meta: std::sync::Weak<Meta>, mut rx: mpsc::UnboundedRecei
                 Err(e) => {
                     tracing::error!(error = %e, "recovery failed; retrying");
                     while rx.try_recv().is_ok() {}
-                    tokio::time::sleep(delay).await;
+                    // A node that joins or comes back retries at once.
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = meta.nodes_changed.notified() => {}
+                    }
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
             }
@@ -438,6 +445,7 @@ impl Meta {
         let meta = Arc::new(Meta {
             services,
             policy_wake: Arc::new(tokio::sync::Notify::new()),
+            nodes_changed: tokio::sync::Notify::new(),
             failover_pending: Mutex::new(None),
             config,
             state: Mutex::new(state),

@@ -168,6 +168,15 @@ impl Meta {
         node
     }
 
+    /// Commit a membership change with the next barrier. While a recovery
+    /// runs that barrier is refused; the change stands (it is in effect)
+    /// and the recovery's barrier commits it with the catalog.
+    async fn commit_membership(&self) {
+        if let Err(e) = self.persist_catalog().await {
+            tracing::warn!(error = %e, "membership change to be committed by the recovery");
+        }
+    }
+
     /// `ALTER SYSTEM ADD WORKER [WITH (parallel_units = n)]`: start a
     /// compute node; returns its id. Adaptive jobs grow onto it at the
     /// policy's next tick.
@@ -199,9 +208,10 @@ impl Meta {
             );
             id
         };
-        self.persist_catalog().await?;
+        self.commit_membership().await;
         tracing::info!(worker = id, units = n, "compute node joined");
         self.policy_wake.notify_one();
+        self.nodes_changed.notify_one();
         Ok(id)
     }
 
@@ -224,9 +234,10 @@ impl Meta {
                 w.state = WorkerState::Running;
             }
         }
-        self.persist_catalog().await?;
+        self.commit_membership().await;
         tracing::info!(worker = id, "compute node restarted");
         self.policy_wake.notify_one();
+        self.nodes_changed.notify_one();
         Ok(())
     }
 
@@ -260,7 +271,7 @@ impl Meta {
             }
             self.nodes.write().remove(&id);
         }
-        self.persist_catalog().await?;
+        self.commit_membership().await;
         tracing::info!(worker = id, "compute node removed");
         Ok(())
     }
