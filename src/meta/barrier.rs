@@ -19,6 +19,56 @@ use crate::stream::actor::ComputeEvent;
 use crate::stream::compute_node::{ComputeNode, WorkerId};
 use crate::stream::message::{ActorId, Barrier, Epoch, Mutation};
 
+/// Whether the cluster is failed — from a failure until the first barrier
+/// of the recovery is injected — and how many failures there were. DML
+/// waits while it is failed (its rows would reach actors the recovery
+/// discards), and a flush reports a failure that happened after the rows
+/// it vouches for were sent.
+pub struct FailureState {
+    failed: watch::Sender<bool>,
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl Default for FailureState {
+    fn default() -> Self {
+        FailureState {
+            failed: watch::Sender::new(false),
+            generation: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl FailureState {
+    fn fail(&self) {
+        // Failed first, then the generation: a writer that read the new
+        // generation then sees the cluster failed.
+        self.failed.send_replace(true);
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn clear(&self) {
+        self.failed.send_replace(false);
+    }
+
+    pub fn is_failed(&self) -> bool {
+        *self.failed.borrow()
+    }
+
+    /// Failures so far.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Wait until the cluster is not failed; false after `limit`.
+    pub async fn wait_running(&self, limit: Duration) -> bool {
+        let mut rx = self.failed.subscribe();
+        tokio::time::timeout(limit, rx.wait_for(|f| !*f))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
 /// What one barrier carries and changes.
 #[derive(Default)]
 pub struct BarrierSpec {
@@ -83,6 +133,10 @@ pub struct BarrierManager {
     /// Held exclusively while a barrier is injected, shared by each DML
     /// statement while it sends: a statement never straddles two epochs.
     dml_gate: Arc<tokio::sync::RwLock<()>>,
+    failure_state: Arc<FailureState>,
+    /// Set by a reset: the failure ends once the reset's barrier is
+    /// injected.
+    clear_on_inject: bool,
 }
 
 impl BarrierManager {
@@ -96,6 +150,7 @@ impl BarrierManager {
         interval: Duration,
         recovery: mpsc::UnboundedSender<String>,
         dml_gate: Arc<tokio::sync::RwLock<()>>,
+        failure_state: Arc<FailureState>,
     ) -> Self {
         let epoch = store.committed_epoch();
         BarrierManager {
@@ -112,6 +167,8 @@ impl BarrierManager {
             failed: false,
             deferred: Vec::new(),
             dml_gate,
+            failure_state,
+            clear_on_inject: false,
         }
     }
 
@@ -125,7 +182,8 @@ impl BarrierManager {
             self.sources = reset.sources.into_iter().map(|(w, a)| (a, w)).collect();
             self.epoch = self.epoch.max(self.store.committed_epoch());
             self.failed = false;
-            let r = self.one_barrier(BarrierSpec::default()).await;
+            self.clear_on_inject = true;
+            let r = self.one_barrier(c.spec).await;
             let _ = c.done.send(r.clone());
             for d in std::mem::take(&mut self.deferred) {
                 let _ = d.done.send(r.clone());
@@ -260,6 +318,9 @@ impl BarrierManager {
             for (node, actors) in nodes {
                 node.inject_barrier(&barrier, &actors).await;
             }
+            if std::mem::take(&mut self.clear_on_inject) {
+                self.failure_state.clear();
+            }
         }
         if let Some(tx) = injected {
             let _ = tx.send(());
@@ -315,6 +376,7 @@ impl BarrierManager {
 
     fn fail(&mut self, reason: &str) {
         self.failed = true;
+        self.failure_state.fail();
         let _ = self.recovery.send(reason.to_string());
     }
 }

@@ -14,6 +14,9 @@ use crate::common::encoding::vnode_of;
 use crate::common::{Op, ScalarValue, StreamChunk};
 use crate::stream::message::{ActorId, Message};
 
+/// How long DML waits for a recovery before giving up.
+const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Where DML for a table goes: the table fragment's vnode mapping and the
 /// local channel of each of its actors.
 pub struct TableRoute {
@@ -78,7 +81,7 @@ impl Meta {
     /// Send DML changes to a table's actors. Inserts into a table without
     /// primary key get fresh row ids. Returns once the actors have them
     /// queued (not yet committed: see `flush`).
-    pub async fn write_dml(&self, table_id: TableId, chunk: StreamChunk) -> MetaResult<()> {
+    pub async fn write_dml(&self, table_id: TableId, chunk: StreamChunk) -> MetaResult<u64> {
         self.write_dml_statement(table_id, std::iter::once(chunk))
             .await
     }
@@ -87,30 +90,46 @@ impl Meta {
     /// barrier manager injects under the exclusive DML gate, and the
     /// statement holds it shared while it sends. Lock order: routes, then
     /// gate (a reschedule holds the routes exclusively while its barrier is
-    /// injected under the gate).
+    /// injected under the gate). While the cluster is failed the statement
+    /// waits for the recovery (its rows would reach actors the recovery
+    /// discards). Returns the failure generation the rows were sent in:
+    /// see [`Meta::flush_since`].
     pub async fn write_dml_statement(
         &self,
         table_id: TableId,
         parts: impl IntoIterator<Item = StreamChunk>,
-    ) -> MetaResult<()> {
-        // Hold the route shared while sending: a scale swaps it
-        // exclusively, and a route computed before that swap must never be
-        // used after it (rows would reach actors that no longer own them).
-        let (routes, route) = loop {
-            let routes = self.routes.read().await;
-            if let Some(r) = routes.get(&table_id).cloned() {
-                break (routes, r);
+    ) -> MetaResult<u64> {
+        loop {
+            if !self.failure_state.wait_running(RECOVERY_WAIT).await {
+                return Err(MetaError::new(
+                    "XX000",
+                    "the cluster is recovering from a failure; try again",
+                ));
             }
+            // Hold the route shared while sending: a scale swaps it
+            // exclusively, and a route computed before that swap must never
+            // be used after it (rows would reach actors that no longer own
+            // them).
+            let (routes, route) = loop {
+                let routes = self.routes.read().await;
+                if let Some(r) = routes.get(&table_id).cloned() {
+                    break (routes, r);
+                }
+                drop(routes);
+                self.route(table_id).await?;
+            };
+            let gate = self.dml_gate.read().await;
+            let generation = self.failure_state.generation();
+            if self.failure_state.is_failed() {
+                continue;
+            }
+            for chunk in parts {
+                self.send_dml(&route, chunk).await?;
+            }
+            drop(gate);
             drop(routes);
-            self.route(table_id).await?;
-        };
-        let gate = self.dml_gate.read().await;
-        for chunk in parts {
-            self.send_dml(&route, chunk).await?;
+            return Ok(generation);
         }
-        drop(gate);
-        drop(routes);
-        Ok(())
     }
 
     async fn send_dml(&self, route: &TableRoute, chunk: StreamChunk) -> MetaResult<()> {

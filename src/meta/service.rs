@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::barrier::{BarrierCommand, BarrierManager, BarrierSpec, ResetInfo};
+use super::barrier::{BarrierCommand, BarrierManager, BarrierSpec, FailureState, ResetInfo};
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use super::cluster::{host_of, Placement, UnitId, Worker, WorkerInfo, WorkerState};
 use super::fragment::{actor_desc, Edge, Fragment};
@@ -304,6 +304,7 @@ pub struct Meta {
     pub(super) fault: Arc<std::sync::atomic::AtomicU32>,
     /// See `BarrierManager::dml_gate`.
     pub(super) dml_gate: Arc<tokio::sync::RwLock<()>>,
+    pub(super) failure_state: Arc<FailureState>,
     /// What a new compute node is started with.
     pub(super) services: NodeServices,
     /// Wakes the adaptive policy (a node joined, the policy was enabled).
@@ -430,6 +431,7 @@ impl Meta {
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
         let (recovery_tx, recovery_rx) = mpsc::unbounded_channel();
         let dml_gate = Arc::new(tokio::sync::RwLock::new(()));
+        let failure_state = Arc::new(FailureState::default());
         let manager = BarrierManager::new(
             store.clone(),
             nodes.clone(),
@@ -439,6 +441,7 @@ impl Meta {
             config.barrier_interval,
             recovery_tx,
             dml_gate.clone(),
+            failure_state.clone(),
         );
         tokio::spawn(manager.run());
         let now_micros = chrono::Utc::now().timestamp_micros();
@@ -461,6 +464,7 @@ impl Meta {
             recovering: std::sync::atomic::AtomicBool::new(false),
             fault,
             dml_gate,
+            failure_state,
         });
         tokio::spawn(recovery_loop(Arc::downgrade(&meta), recovery_rx));
         tokio::spawn(super::workers::failure_detector(Arc::downgrade(&meta)));
@@ -646,6 +650,25 @@ impl Meta {
     /// Force a checkpoint; returns once everything sent before is committed.
     pub async fn flush(&self) -> MetaResult<u64> {
         self.barrier(None, vec![], vec![], vec![]).await
+    }
+
+    /// How many failures the cluster had (see `write_dml_statement`).
+    pub fn failure_generation(&self) -> u64 {
+        self.failure_state.generation()
+    }
+
+    /// A flush vouching for DML sent at failure generation `since`: fails
+    /// if a failure came after it, since the recovery that followed
+    /// restarted from the last committed epoch, which may not hold it.
+    pub async fn flush_since(&self, since: u64) -> MetaResult<u64> {
+        let epoch = self.flush().await?;
+        if self.failure_state.generation() != since {
+            return Err(MetaError::new(
+                "XX000",
+                "a failure interrupted the flush: the cluster recovered from its last committed epoch, so changes written before it may be lost",
+            ));
+        }
+        Ok(epoch)
     }
 
     pub(super) fn check_name_free(state: &MetaState, name: &str) -> MetaResult<()> {

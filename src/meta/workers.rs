@@ -397,13 +397,20 @@ impl Meta {
     /// the cluster. Returns whether anything changed.
     pub async fn adaptive_tick(&self) -> MetaResult<bool> {
         let _ddl = self.ddl_lock.lock().await;
-        // A recovery rebuilds the layout first (and places what it must).
-        if self.recovering.load(std::sync::atomic::Ordering::SeqCst) {
+        // A recovery rebuilds the layout first (and moves the actors of
+        // nodes that are down).
+        if self.recovering.load(std::sync::atomic::Ordering::SeqCst)
+            || self.failure_state.is_failed()
+        {
             return Ok(false);
         }
         let plan = {
             let st = self.state.lock();
-            if !st.params.adaptive_scaling {
+            let down_with_actors = st
+                .workers
+                .values()
+                .any(|w| w.state == WorkerState::Down && st.actors_on(w.id) > 0);
+            if !st.params.adaptive_scaling || down_with_actors {
                 return Ok(false);
             }
             st.cluster_plan(Sizing::Policy).0

@@ -83,11 +83,14 @@ impl LocalSession {
                 format!("cannot change materialized view \"{}\"", table.name),
             ));
         }
-        self.meta
+        let generation = self
+            .meta
             .write_dml_statement(table.id, chunk_parts(chunk))
             .await?;
         if self.vars.lock().implicit_flush {
-            self.meta.flush().await?;
+            self.meta.flush_since(generation).await?;
+        } else {
+            self.unflushed.lock().get_or_insert(generation);
         }
         Ok(())
     }

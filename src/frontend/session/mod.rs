@@ -94,6 +94,9 @@ impl ScanSource for MetaScan<'_> {
 pub struct LocalSession {
     meta: Arc<Meta>,
     vars: Mutex<Vars>,
+    /// The failure generation of the first change this session wrote
+    /// since its last FLUSH: a FLUSH after a failure cannot vouch for it.
+    unflushed: Mutex<Option<u64>>,
 }
 
 pub struct LocalSessionFactory {
@@ -105,6 +108,7 @@ impl SessionFactory for LocalSessionFactory {
         Arc::new(LocalSession {
             meta: self.meta.clone(),
             vars: Mutex::new(Vars::default()),
+            unflushed: Mutex::new(None),
         })
     }
 }
@@ -196,7 +200,11 @@ impl LocalSession {
             } => self.update(&table, filter.as_ref(), &assignments).await,
             BoundStatement::Delete { table, filter } => self.delete(&table, filter.as_ref()).await,
             BoundStatement::Flush => {
-                self.meta.flush().await?;
+                let since = self.unflushed.lock().take();
+                match since {
+                    Some(g) => self.meta.flush_since(g).await?,
+                    None => self.meta.flush().await?,
+                };
                 Ok(command("FLUSH"))
             }
             BoundStatement::SetVariable { name, value } => {
