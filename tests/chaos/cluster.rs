@@ -37,6 +37,8 @@ impl State {
 pub struct Worker {
     pub state: State,
     pub units: BTreeSet<u32>,
+    /// `rw_worker_nodes.parallelism`: must be the number of units.
+    pub parallelism: u32,
 }
 
 /// A job's parallelism as `rw_table_fragments` shows it.
@@ -64,6 +66,8 @@ pub struct Snapshot {
     pub actors: BTreeMap<u32, Vec<Actor>>,
     /// Fragment → (owning job, whether it is a singleton).
     pub frags: BTreeMap<u32, (u32, bool)>,
+    /// Fragment → `rw_fragments.parallelism`: must be its actor count.
+    pub frag_par: BTreeMap<u32, u32>,
     /// Job (table or MV id) → parallelism.
     pub jobs: BTreeMap<u32, Par>,
 }
@@ -91,7 +95,7 @@ impl Snapshot {
             .await?;
             let frag_rows = eb_run(
                 c,
-                "SELECT fragment_id, table_id, distribution_type FROM rw_fragments",
+                "SELECT fragment_id, table_id, distribution_type, parallelism FROM rw_fragments",
             )
             .await?;
             let job_rows =
@@ -129,6 +133,7 @@ impl Snapshot {
             .iter()
             .map(|r| (int(&r[0]), (int(&r[1]), text(&r[2]) == "single")))
             .collect();
+        let frag_par = frag_rows.iter().map(|r| (int(&r[0]), int(&r[3]))).collect();
         let mut jobs = BTreeMap::new();
         for r in job_rows {
             let par = match text(&r[1]) {
@@ -145,6 +150,7 @@ impl Snapshot {
             workers,
             actors,
             frags,
+            frag_par,
             jobs,
         })
     }
@@ -266,6 +272,16 @@ impl Snapshot {
     pub fn violations(&self) -> Vec<String> {
         let mut out = Vec::new();
         let running = self.running_units().len();
+        for (id, w) in &self.workers {
+            if w.parallelism as usize != w.units.len() {
+                out.push(format!(
+                    "rw_worker_nodes says node {id} has parallelism {}, rw_parallel_units gives \
+                     it {} units",
+                    w.parallelism,
+                    w.units.len()
+                ));
+            }
+        }
         for (f, actors) in &self.actors {
             if !self.frags.contains_key(f) {
                 out.push(format!("actors of fragment {f}, which rw_fragments lacks"));
@@ -298,6 +314,13 @@ impl Snapshot {
                 .map_or(0, |v| v.iter().map(|a| a.vnodes).sum());
             if single && n != 1 {
                 out.push(format!("singleton fragment {f} has {n} actors"));
+            }
+            if self.frag_par.get(&f) != Some(&(n as u32)) {
+                out.push(format!(
+                    "rw_fragments says fragment {f} has parallelism {:?}, rw_actors shows {n} \
+                     actors",
+                    self.frag_par.get(&f)
+                ));
             }
             if n == 0 {
                 out.push(format!("fragment {f} has no actor"));
@@ -377,7 +400,7 @@ impl Snapshot {
 }
 
 async fn read_workers(c: &Client) -> Result<BTreeMap<u32, Worker>, String> {
-    let nodes = eb_run(c, "SELECT id, state FROM rw_worker_nodes").await?;
+    let nodes = eb_run(c, "SELECT id, state, parallelism FROM rw_worker_nodes").await?;
     let units = eb_run(c, "SELECT id, worker_id FROM rw_parallel_units").await?;
     let mut out = BTreeMap::new();
     for r in &nodes {
@@ -388,6 +411,7 @@ async fn read_workers(c: &Client) -> Result<BTreeMap<u32, Worker>, String> {
             Worker {
                 state,
                 units: BTreeSet::new(),
+                parallelism: int(&r[2]),
             },
         );
     }

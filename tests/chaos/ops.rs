@@ -30,9 +30,12 @@ pub enum Kind {
     Remove {
         id: u32,
     },
-    /// `debug_kill_worker` (or `debug_panic_worker` when `panic`).
+    /// Faults: per node, its `debug_kill_worker` or `debug_panic_worker`
+    /// statement and the ms to wait before it; `during`: a scale statement
+    /// sent just before them, running while they land.
     Fail {
-        id: u32,
+        faults: Vec<(u32, String, u64)>,
+        during: Option<String>,
     },
     Restart {
         id: u32,
@@ -277,43 +280,127 @@ impl Chaos {
         .refused(refused)
     }
 
-    /// Kill or panic a node whose loss leaves a running node; sometimes a
-    /// node that is down already (refused).
-    fn fail(&mut self, s: &Snapshot) -> Option<Op> {
-        let running = s.running();
-        let candidates: Vec<u32> = s
-            .workers
+    /// Nodes that may fail: not down, and a running node other than them
+    /// and `keep` remains.
+    fn may_fail(&self, s: &Snapshot, keep: &[u32]) -> Vec<u32> {
+        s.workers
             .iter()
-            .filter(|(id, w)| match w.state {
-                State::Running => running.iter().any(|r| r != *id),
-                State::Draining => true,
-                State::Down => false,
+            .filter(|(id, w)| {
+                w.state != State::Down && s.running().iter().any(|r| r != *id && !keep.contains(r))
             })
             .map(|(id, _)| *id)
-            .collect();
-        let down = s.in_state(State::Down);
-        let panic = self.rng.gen_bool(0.4);
-        let var = if panic {
-            "debug_panic_worker"
+            .collect()
+    }
+
+    /// A fault statement for node `id`: kill or panic.
+    fn fault_sql(&mut self, id: u32) -> (String, &'static str) {
+        if self.rng.gen_bool(0.4) {
+            (
+                format!("ALTER SYSTEM SET debug_panic_worker = {id}"),
+                "panic",
+            )
         } else {
-            "debug_kill_worker"
-        };
-        let label = if panic { "panic" } else { "kill" };
+            (format!("ALTER SYSTEM SET debug_kill_worker = {id}"), "kill")
+        }
+    }
+
+    /// Kill or panic a node whose loss leaves a running node; sometimes two
+    /// nodes one after the other, or one while a scale runs; sometimes a
+    /// node that is down already (refused).
+    fn fail(&mut self, s: &Snapshot) -> Option<Op> {
+        let candidates = self.may_fail(s, &[]);
+        let down = s.in_state(State::Down);
         if !down.is_empty() && (candidates.is_empty() || self.rng.gen_bool(0.08)) {
             let id = self.pick(&down)?;
-            return Some(
-                Op::new(format!("ALTER SYSTEM SET {var} = {id}"), Kind::Bad, label).refused(
-                    refusal("55000", "down", format!("node {id} is down already")),
-                ),
-            );
+            let (sql, label) = self.fault_sql(id);
+            return Some(Op::new(sql, Kind::Bad, label).refused(refusal(
+                "55000",
+                "down",
+                format!("node {id} is down already"),
+            )));
         }
         let id = self.pick(&candidates)?;
-        let label = format!("{label} {:?}", s.state(id)?).to_lowercase();
-        Some(Op::new(
-            format!("ALTER SYSTEM SET {var} = {id}"),
-            Kind::Fail { id },
-            &label,
-        ))
+        let (sql, what) = self.fault_sql(id);
+        match self.rng.gen_range(0..100) {
+            0..=14 => {
+                // A second fault while the first is noticed or recovered from.
+                let second = self.may_fail(s, &[id]);
+                let other =
+                    self.pick(&second.into_iter().filter(|&w| w != id).collect::<Vec<_>>())?;
+                let (sql2, _) = self.fault_sql(other);
+                let gap = self.rng.gen_range(0..150);
+                Some(Op::new(
+                    format!("{sql}; /* after {gap} ms */ {sql2}"),
+                    Kind::Fail {
+                        faults: vec![(id, sql, 0), (other, sql2, gap)],
+                        during: None,
+                    },
+                    "two faults",
+                ))
+            }
+            15..=34 => {
+                // A fault while a scale runs.
+                let (scale, drained, label) = self.valid_scale(s)?;
+                let keep: Vec<u32> = drained.into_iter().collect();
+                let targets: Vec<u32> = self
+                    .may_fail(s, &keep)
+                    .into_iter()
+                    .filter(|w| !keep.contains(w))
+                    .collect();
+                let id = self.pick(&targets)?;
+                let (sql, _) = self.fault_sql(id);
+                let gap = self.rng.gen_range(0..40);
+                Some(Op::new(
+                    format!("{scale}; /* after {gap} ms, while it runs */ {sql}"),
+                    Kind::Fail {
+                        faults: vec![(id, sql, gap)],
+                        during: Some(scale),
+                    },
+                    &format!("fault during {label}"),
+                ))
+            }
+            _ => {
+                let label = format!("{what} {:?}", s.state(id)?).to_lowercase();
+                Some(Op::new(
+                    sql.clone(),
+                    Kind::Fail {
+                        faults: vec![(id, sql, 0)],
+                        during: None,
+                    },
+                    &label,
+                ))
+            }
+        }
+    }
+
+    /// A scale that is valid now: a drain (with the node drained), a
+    /// reschedule or a SET PARALLELISM; with a label.
+    fn valid_scale(&mut self, s: &Snapshot) -> Option<(String, Option<u32>, &'static str)> {
+        match self.rng.gen_range(0..3) {
+            0 => {
+                let fits: Vec<u32> = s
+                    .running()
+                    .into_iter()
+                    .filter(|&w| drain_refusal(s, w, &self.names).is_none())
+                    .collect();
+                let id = self.pick(&fits)?;
+                Some((
+                    format!("ALTER SYSTEM RESCHEDULE DRAIN WORKER {id}"),
+                    Some(id),
+                    "drain",
+                ))
+            }
+            1 => {
+                let op = self.reschedule(s, false)?;
+                Some((op.sql, None, "reschedule"))
+            }
+            _ => {
+                let op = self.set_parallelism(s);
+                op.refusal
+                    .is_none()
+                    .then_some((op.sql, None, "set parallelism"))
+            }
+        }
     }
 
     fn restart(&mut self, s: &Snapshot) -> Option<Op> {
