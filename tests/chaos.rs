@@ -27,11 +27,14 @@
 //! a `fail-over` in `rw_scale_history` when the node held actors, and
 //! recover (a FLUSH succeeds) within `RECOVERY_WAIT`.
 //!
-//! Acknowledgements: a FLUSH that returns covers every DML statement sent
-//! before it — unless a fault was injected since the last
-//! acknowledgement, in which case the statements since are uncertain
-//! (they may or may not have survived) and `Mirror::reconcile` finds
-//! which did: no acknowledged row may be lost, no row applied twice.
+//! Acknowledgements: a FLUSH that succeeds vouches for every statement
+//! its session wrote before it, faults or not (the product makes a FLUSH
+//! that cannot vouch for them fail instead), so they are all acknowledged:
+//! losing one is a failure of the test. After a FLUSH or a statement that
+//! failed, the statements since the last acknowledgement are uncertain
+//! (each may or may not have survived) and, once the cluster has
+//! recovered, `Mirror::reconcile` finds which did: none applied twice or
+//! in part.
 //!
 //! Every `CHECK_EVERY` operations the DML task is paused, ebbflow
 //! FLUSHes, and the tables and every MV are compared with PostgreSQL; the
@@ -241,9 +244,11 @@ async fn seed_body(
         op_history: Vec::new(),
     };
     let mut w = Workload {
+        eb: eb_dml,
         gen: Gen::new(seed),
         mirror: Mirror::new(pg_mirror),
         ack_faults: 0,
+        failed: false,
         t2_rows: 0,
         stats: DmlStats::default(),
     };
@@ -306,7 +311,7 @@ async fn seed_body(
     };
     st.new_history(&eb).await.map_err(|e| st.fail(&e))?;
 
-    let dml = tokio::spawn(dml_task(eb_dml, work.clone(), sh.clone()));
+    let dml = tokio::spawn(dml_task(work.clone(), sh.clone()));
     let mut checks = 0;
     let outcome: Result<(), String> = async {
         let mut snap = checked(&eb, first, true).await.map_err(|e| st.fail(&e))?;
@@ -320,6 +325,10 @@ async fn seed_body(
                 )));
             }
             st.cluster = before.describe();
+            if dml.is_finished() {
+                // It stopped on an error: reported below.
+                break;
+            }
             let op = chaos.next(&before);
             st.since_check.push(op.sql.clone());
             match op.refusal {

@@ -81,34 +81,30 @@ fn text(c: &Option<String>) -> &str {
 }
 
 impl Snapshot {
-    /// Reads the catalogs; the nodes are read before and after the rest
-    /// and must agree (else it reads again), so that actors and nodes
-    /// belong to one moment.
+    /// Reads the catalogs. They are separate statements: the nodes,
+    /// actors and fragments are read before and after the parallelism of
+    /// the jobs and must agree (else it reads again), so that everything
+    /// belongs to one moment even while the adaptive policy acts.
     pub async fn read(c: &Client) -> Result<Snapshot, String> {
-        let mut last = None;
-        for _ in 0..5 {
+        const ACTORS: &str =
+            "SELECT actor_id, fragment_id, worker_id, parallel_unit_id, vnode_count FROM rw_actors";
+        const FRAGMENTS: &str =
+            "SELECT fragment_id, table_id, distribution_type, parallelism FROM rw_fragments";
+        for _ in 0..10 {
             let workers = read_workers(c).await?;
-            let actor_rows = eb_run(
-                c,
-                "SELECT actor_id, fragment_id, worker_id, parallel_unit_id, vnode_count FROM rw_actors",
-            )
-            .await?;
-            let frag_rows = eb_run(
-                c,
-                "SELECT fragment_id, table_id, distribution_type, parallelism FROM rw_fragments",
-            )
-            .await?;
+            let actor_rows = eb_run(c, ACTORS).await?;
+            let frag_rows = eb_run(c, FRAGMENTS).await?;
             let job_rows =
                 eb_run(c, "SELECT table_id, parallelism FROM rw_table_fragments").await?;
-            if read_workers(c).await? != workers {
-                last = Some(workers);
+            if read_workers(c).await? != workers
+                || eb_run(c, ACTORS).await? != actor_rows
+                || eb_run(c, FRAGMENTS).await? != frag_rows
+            {
                 continue;
             }
             return Snapshot::parse(workers, &actor_rows, &frag_rows, &job_rows);
         }
-        Err(format!(
-            "the compute nodes changed under five catalog reads in a row (last: {last:?})"
-        ))
+        Err("the catalogs changed under ten reads in a row".into())
     }
 
     fn parse(

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::common::describe_pg_error;
 use super::common::rows::{
@@ -24,8 +24,14 @@ pub(super) struct Log {
 }
 
 impl Log {
+    /// Appends a line, stamped with the wall-clock time (UTC) to match the
+    /// server's log.
     pub(super) fn push(&self, s: String) {
-        self.lines.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        let line = format!("/* {} */ {s}", chrono::Utc::now().format("%H:%M:%S%.3f"));
+        self.lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(line);
     }
     pub(super) fn all(&self) -> Vec<String> {
         self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -36,9 +42,9 @@ impl Log {
 pub(super) struct Shared {
     pub(super) log: Log,
     /// Bumped before a fault is injected and again once the cluster has
-    /// recovered from it: odd while a fault is in progress. A FLUSH
-    /// acknowledges what was sent before it only if this did not move
-    /// since the last acknowledgement.
+    /// recovered from it: odd while a fault is in progress. A statement or
+    /// FLUSH may fail only if this moved since the last acknowledgement,
+    /// and no reconciliation runs while it is odd.
     pub(super) faults: AtomicU64,
     /// Held while the mirror is reconciled and while a fault is injected:
     /// no fault lands in the middle of a reconciliation.
@@ -49,6 +55,13 @@ pub(super) struct Shared {
 impl Shared {
     pub(super) fn faults(&self) -> u64 {
         self.faults.load(Ordering::SeqCst)
+    }
+
+    /// Whether no fault was injected since `faults` was `since` (nor is
+    /// one in progress): then every statement and FLUSH must succeed.
+    pub(super) fn calm_since(&self, since: u64) -> bool {
+        let now = self.faults();
+        now == since && now.is_multiple_of(2)
     }
 }
 
@@ -63,12 +76,17 @@ pub(super) struct DmlStats {
     pub(super) kept: usize,
 }
 
-/// The DML workload and its acknowledged state.
+/// The DML workload, its session and its acknowledged state.
 pub(super) struct Workload {
+    /// The session that writes: its FLUSH vouches for what it wrote.
+    pub(super) eb: Client,
     pub(super) gen: Gen,
     pub(super) mirror: Mirror,
     /// `Shared::faults` when the mirror was last acknowledged or reconciled.
     pub(super) ack_faults: u64,
+    /// Whether a statement failed since then (it may or may not have been
+    /// applied, so no FLUSH can vouch for it).
+    pub(super) failed: bool,
     /// Rows of t2 at the last acknowledgement (less the deletes since).
     pub(super) t2_rows: i64,
     pub(super) stats: DmlStats,
@@ -84,30 +102,58 @@ impl Workload {
         self.gen.statement()
     }
 
-    /// FLUSH (retrying while a fault is being recovered from), then make
-    /// PostgreSQL the acknowledged state: every statement sent, or — when
-    /// a fault came in between — the subset ebbflow kept.
-    pub(super) async fn settle(&mut self, eb: &Client, sh: &Shared) -> Result<(), String> {
+    /// FLUSH from the writing session and make PostgreSQL the acknowledged
+    /// state. A FLUSH that succeeds vouches for every statement the session
+    /// wrote before it, faults or not (one that cannot fails instead): all
+    /// of them are acknowledged. After a FLUSH that failed, or a statement
+    /// that failed, what ebbflow kept is found by `Mirror::reconcile` once
+    /// the cluster has recovered.
+    pub(super) async fn settle(&mut self, sh: &Shared) -> Result<(), String> {
+        let first = run_raw_within(&self.eb, "FLUSH", STMT_TIMEOUT)
+            .await
+            .map_err(|e| format!("FLUSH: {e}"))?;
+        match first {
+            Ok(_) if !self.failed => {
+                self.mirror.acknowledge().await?;
+                self.stats.acks += 1;
+                self.ack_faults = sh.faults();
+            }
+            first => {
+                if let Err(e) = &first {
+                    if sh.calm_since(self.ack_faults) {
+                        return Err(format!(
+                            "FLUSH failed with no fault injected: {}",
+                            describe_pg_error(e)
+                        ));
+                    }
+                    sh.log
+                        .push(format!("-- FLUSH failed (fault): {}", describe_pg_error(e)));
+                }
+                self.reconcile(sh).await?;
+            }
+        }
+        self.failed = false;
+        self.gen.refresh_ids(self.mirror.pg()).await?;
+        self.t2_rows =
+            first_cell(&run(self.mirror.pg(), "SELECT count(*) FROM t2").await?).unwrap_or(0);
+        Ok(())
+    }
+
+    /// Once no fault is in progress (and none can start), FLUSH and find
+    /// which uncertain statements ebbflow kept.
+    async fn reconcile(&mut self, sh: &Shared) -> Result<(), String> {
         let deadline = Instant::now() + RECOVERY_WAIT * 2;
         loop {
             wait_no_fault(sh, deadline).await?;
-            flush(eb, sh, self.ack_faults, deadline).await?;
-            if sh.faults() == self.ack_faults {
-                self.mirror.acknowledge().await?;
-                self.stats.acks += 1;
-                break;
-            }
-            // A fault since the last acknowledgement: what was not flushed
-            // before it may be lost. Once the cluster has recovered, the
-            // committed state is final for every statement sent.
             let _q = sh.quiet.lock().await;
-            if sh.faults() % 2 == 1 {
+            if !sh.faults().is_multiple_of(2) {
                 continue;
             }
-            flush(eb, sh, u64::MAX, deadline).await?;
+            // The committed state is final for every statement sent.
+            flush(&self.eb, sh, u64::MAX, deadline).await?;
             let kept = self
                 .mirror
-                .reconcile(eb)
+                .reconcile(&self.eb)
                 .await
                 .map_err(|e| format!("after a fault: {e}"))?;
             // `t1 [101], t2 [], …`: per table, 1 for a statement kept.
@@ -116,27 +162,21 @@ impl Workload {
                 .skip(1)
                 .filter_map(|x| x.split(']').next())
                 .collect();
-            let zeros = bits.matches('0').count();
-            let ones = bits.matches('1').count();
             sh.log.push(format!(
                 "-- reconciled after a fault: uncertain statements kept {kept}"
             ));
             self.stats.reconciles += 1;
-            self.stats.lost += zeros;
-            self.stats.kept += ones;
+            self.stats.lost += bits.matches('0').count();
+            self.stats.kept += bits.matches('1').count();
             self.ack_faults = sh.faults();
-            break;
+            return Ok(());
         }
-        self.gen.refresh_ids(self.mirror.pg()).await?;
-        self.t2_rows =
-            first_cell(&run(self.mirror.pg(), "SELECT count(*) FROM t2").await?).unwrap_or(0);
-        Ok(())
     }
 }
 
 /// Waits (until `deadline`) while a fault is in progress.
 pub(super) async fn wait_no_fault(sh: &Shared, deadline: Instant) -> Result<(), String> {
-    while sh.faults() % 2 == 1 {
+    while !sh.faults().is_multiple_of(2) {
         if Instant::now() > deadline {
             return Err("a fault was still in progress after 40 s".into());
         }
@@ -159,7 +199,7 @@ pub(super) async fn flush(
             .map_err(|e| format!("FLUSH: {e}"))?;
         match r {
             Ok(_) => return Ok(()),
-            Err(e) if sh.faults() == ack_faults => {
+            Err(e) if sh.calm_since(ack_faults) => {
                 return Err(format!(
                     "FLUSH failed with no fault injected: {}",
                     describe_pg_error(&e)
@@ -181,7 +221,6 @@ pub(super) async fn flush(
 /// The DML task: rounds of one to four statements, each round holding
 /// the workload (the checks pause it by taking it), a FLUSH now and then.
 pub(super) async fn dml_task(
-    eb: Client,
     work: Arc<tokio::sync::Mutex<Workload>>,
     sh: Arc<Shared>,
 ) -> Result<(), String> {
@@ -196,27 +235,39 @@ pub(super) async fn dml_task(
                 let sql = w.next_dml();
                 w.mirror.sent(&sql);
                 sh.log.push(format!("/* dml */ {sql}"));
-                let r = run_raw_within(&eb, &sql, STMT_TIMEOUT)
+                let r = tokio::time::timeout(STMT_TIMEOUT, w.eb.simple_query(&sql))
                     .await
-                    .map_err(|e| format!("DML `{sql}`: {e}"))?;
+                    .map_err(|_| format!("DML `{sql}`: no answer within 20 s"))?;
                 match r {
-                    Ok(_) => w.stats.ok += 1,
-                    Err(e) if sh.faults() == w.ack_faults => {
+                    Ok(msgs) => {
+                        w.stats.ok += 1;
+                        let n: u64 = msgs
+                            .iter()
+                            .map(|m| match m {
+                                SimpleQueryMessage::CommandComplete(n) => *n,
+                                _ => 0,
+                            })
+                            .sum();
+                        sh.log.push(format!("-- {n} rows"));
+                    }
+                    Err(e) if sh.calm_since(w.ack_faults) => {
+                        w.failed = true;
                         return Err(format!(
                             "DML `{sql}` failed with no fault injected: {}",
                             describe_pg_error(&e)
-                        ))
+                        ));
                     }
                     Err(e) => {
                         sh.log
                             .push(format!("-- failed (fault): {}", describe_pg_error(&e)));
                         w.stats.failed += 1;
+                        w.failed = true;
                     }
                 }
             }
             if w.mirror.uncertain_max_per_table() >= 6 || w.gen.rng.gen_bool(0.2) {
                 sh.log.push("/* dml */ FLUSH".into());
-                w.settle(&eb, &sh).await?;
+                w.settle(&sh).await?;
             }
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -236,7 +287,7 @@ pub(super) async fn compare_all(
         .await
         .map_err(|_| "the DML task did not pause within 60 s".to_string())?;
     st.note(format!("-- check {check}: FLUSH"));
-    w.settle(eb, &st.sh).await?;
+    w.settle(&st.sh).await?;
     let pg = w.mirror.pg();
     let when = format!("at check {check}");
     for t in TABLES.iter().filter_map(|t| t.split_whitespace().nth(2)) {
