@@ -23,9 +23,12 @@
 //! is not running, every fragment's actors on distinct units of their own
 //! nodes and owning all vnodes, the layout the operation asked for, and,
 //! with the adaptive policy on, adaptive jobs on every running unit
-//! within `SETTLE_WAIT`. A kill or panic must mark the node down, record
-//! a `fail-over` in `rw_scale_history` when the node held actors, and
-//! recover (a FLUSH succeeds) within `RECOVERY_WAIT`.
+//! within `SETTLE_WAIT`. A kill or panic (of one node; of two, one after
+//! the other; or of one while a drain, reschedule or SET PARALLELISM runs)
+//! must mark the node down, record a `fail-over` in `rw_scale_history`
+//! when the node held actors, and recover (a FLUSH succeeds) within
+//! `RECOVERY_WAIT`; the fail-over keeps each fragment's actor count as far
+//! as the running units allow and moves only the failed nodes' actors.
 //!
 //! Acknowledgements: a FLUSH that succeeds vouches for every statement
 //! its session wrote before it, faults or not (the product makes a FLUSH
@@ -42,7 +45,8 @@
 //! table. At the end the datagen table must be complete.
 //!
 //! A failure reports the seed, the operations since the last good check,
-//! the cluster, and writes the full log to `target/chaos-seed-<seed>.log`.
+//! the cluster, and writes the full log (both tasks, stamped with the
+//! time to match the server's log) to `target/chaos-seed-<seed>.log`.
 //!
 //! Environment: `CHAOS_SEEDS=1,2`, `CHAOS_OPS=n` (operations per seed),
 //! `CHAOS_SEED_TIMEOUT_SECS` (120). Without PostgreSQL 15 the test is
@@ -194,11 +198,39 @@ struct SeedReport {
     faults: usize,
 }
 
-async fn run_seed(pg: &Postgres, seed: u64, ops: usize) -> Result<SeedReport, String> {
+/// One seed within `budget`: a seed that does not finish in time fails
+/// with its log saved (a bit before `run_seeds` would give up on it).
+async fn run_seed(
+    pg: &Postgres,
+    seed: u64,
+    ops: usize,
+    budget: Duration,
+) -> Result<SeedReport, String> {
     let db = format!("chaos_{seed}");
     let admin = pg.create_database(&db).await?;
     let mut server = EbbflowServer::spawn(ServerOptions::default(), None).await?;
-    let result = seed_body(pg, &db, &server, seed, ops).await;
+    let sh = Arc::new(Shared {
+        log: Log::default(),
+        faults: AtomicU64::new(0),
+        quiet: tokio::sync::Mutex::new(()),
+        stop: AtomicBool::new(false),
+    });
+    let limit = budget.saturating_sub(Duration::from_secs(10));
+    let result = tokio::time::timeout(limit, seed_body(pg, &db, &server, seed, ops, sh.clone()))
+        .await
+        .unwrap_or_else(|_| {
+            sh.stop.store(true, Ordering::SeqCst);
+            let all = sh.log.all();
+            let path = save_log(&format!("chaos-seed-{seed}"), &all);
+            Err(format!(
+                "seed {seed}: not done within {} s (a statement, FLUSH, drain or recovery \
+                 hangs?)\n--- last statements of both tasks (newest last) ---\n{}\n--- full \
+                 log: {} ---",
+                limit.as_secs(),
+                tail(&all, 40),
+                path.display()
+            ))
+        });
     let alive = server.is_running();
     let tail = server.log.tail(30);
     server.shut_down().await;
@@ -221,18 +253,13 @@ async fn seed_body(
     server: &EbbflowServer,
     seed: u64,
     ops: usize,
+    sh: Arc<Shared>,
 ) -> Result<SeedReport, String> {
     let started = Instant::now();
     let pg_mirror = common::open(&pg.conn_str(db)).await?;
     let eb_dml = common::open(&server.conn_str()).await?;
     let eb = common::open(&server.conn_str()).await?;
     let aux = common::open(&server.conn_str()).await?;
-    let sh = Arc::new(Shared {
-        log: Log::default(),
-        faults: AtomicU64::new(0),
-        quiet: tokio::sync::Mutex::new(()),
-        stop: AtomicBool::new(false),
-    });
     let mut st = SeedState {
         seed,
         sh: sh.clone(),
@@ -447,7 +474,7 @@ fn chaos_against_postgres() {
         &seeds,
         budget,
         "a statement, FLUSH, drain or recovery",
-        |seed| run_seed(&pg, seed, ops),
+        |seed| run_seed(&pg, seed, ops, budget),
     );
     drop(pg);
     let total_ops: usize = report.passed.iter().map(|r| r.ops).sum();
