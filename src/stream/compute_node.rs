@@ -96,12 +96,17 @@ impl ComputeNode {
 
     /// Test fault: stop the node abruptly. Its actors and heartbeat are
     /// aborted; nothing is reported to meta, which notices the silence.
+    /// The actors' handles stay: the recovery waits for every aborted actor
+    /// to end (an actor caught mid-poll could otherwise still write state
+    /// after the recovery discarded the uncommitted epochs).
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
         if let Some(h) = self.heartbeat.lock().take() {
             h.abort();
         }
-        self.abort_all();
+        for h in self.actors.lock().values() {
+            h.join.abort();
+        }
     }
 
     /// Test fault: every task of the node panics — the heartbeat at once,
