@@ -53,6 +53,8 @@ pub mod common;
 pub mod expr;
 /// Client sessions: statements from parse to result.
 pub mod frontend;
+/// State on object storage: epoch files, versions, block cache, compaction.
+pub mod lsm;
 /// Meta: catalog, cluster, placement, barrier manager.
 pub mod meta;
 /// The PostgreSQL wire protocol server.

@@ -34,9 +34,17 @@ struct PlaygroundArgs {
     /// Address of the PostgreSQL wire protocol listener.
     #[arg(long, default_value = "127.0.0.1:4566")]
     listen: SocketAddr,
-    /// Where state is kept.
+    /// Where state is kept (the embedded object store and meta store).
     #[arg(long, default_value = "./ebbflow-data")]
     data_dir: PathBuf,
+    /// Object store for state files: `file:///dir` or `s3://bucket/prefix`
+    /// (configured by the AWS_* variables). Default: `<data-dir>/state`.
+    #[arg(long)]
+    state_store: Option<String>,
+    /// Meta store: `sqlite://path` or `postgres://user@host:port/db`.
+    /// Default: `<data-dir>/meta.db`.
+    #[arg(long)]
+    meta_store: Option<String>,
     /// Number of in-process compute nodes.
     #[arg(long, default_value_t = 2)]
     compute_nodes: u32,
@@ -55,6 +63,8 @@ impl Default for PlaygroundArgs {
                 .parse()
                 .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 4566))),
             data_dir: PathBuf::from("./ebbflow-data"),
+            state_store: None,
+            meta_store: None,
             compute_nodes: 2,
             parallel_units: 2,
             barrier_interval_ms: 250,
@@ -65,9 +75,8 @@ impl Default for PlaygroundArgs {
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("info,fjall=warn,lsm_tree=warn")
-            }),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -86,6 +95,8 @@ async fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
     let handle = start(ServerConfig {
         listen: args.listen,
         data_dir: args.data_dir,
+        state_store: args.state_store,
+        meta_store: args.meta_store,
         compute_nodes: args.compute_nodes,
         parallel_units: args.parallel_units,
         barrier_interval_ms: args.barrier_interval_ms,

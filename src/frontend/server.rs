@@ -10,13 +10,21 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::session::LocalSessionFactory;
+use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
+use crate::meta::store::MetaStore;
+use crate::meta::versions::{VersionManager, VersionOptions};
 use crate::meta::{Meta, MetaConfig};
-use crate::storage::DurableStateStore;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
+    /// Where state files live (`file:///dir`, `s3://bucket/prefix`);
+    /// default `file://<data_dir>/state`.
+    pub state_store: Option<String>,
+    /// Where meta commits (`sqlite://path`, `postgres://…`); default
+    /// `sqlite://<data_dir>/meta.db`.
+    pub meta_store: Option<String>,
     pub compute_nodes: u32,
     pub parallel_units: u32,
     pub barrier_interval_ms: u64,
@@ -41,17 +49,15 @@ impl ServerHandle {
 
 /// Start everything; returns once the listener is bound.
 pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
-    let dir = config.data_dir.clone();
-    let store = tokio::task::spawn_blocking(move || DurableStateStore::open(&dir))
-        .await?
-        .map_err(|e| anyhow::anyhow!("cannot open the data directory: {e}"))?;
+    let (store, versions) = open_state(&config, VersionOptions::default()).await?;
     let meta = Meta::start_with_store(
         MetaConfig {
             compute_nodes: config.compute_nodes.max(1),
             parallel_units: config.parallel_units.max(1),
             barrier_interval: Duration::from_millis(config.barrier_interval_ms.max(1)),
         },
-        Arc::new(store),
+        store,
+        versions,
     );
     let started = std::time::Instant::now();
     meta.resume()
@@ -81,4 +87,56 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
         shutdown: tx,
         task,
     })
+}
+
+/// Opens the object store and the meta store the configuration names (the
+/// embedded defaults under the data directory), loads the committed
+/// version and starts compaction and garbage collection.
+pub async fn open_state(
+    config: &ServerConfig,
+    options: VersionOptions,
+) -> anyhow::Result<(Arc<LsmStateStore>, Arc<VersionManager>)> {
+    let needs_dir = config.state_store.is_none() || config.meta_store.is_none();
+    let data_dir = if needs_dir {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot create the data directory {}: {e}",
+                config.data_dir.display()
+            )
+        })?;
+        std::fs::canonicalize(&config.data_dir).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot open the data directory {}: {e}",
+                config.data_dir.display()
+            )
+        })?
+    } else {
+        config.data_dir.clone()
+    };
+    let state_url = config
+        .state_store
+        .clone()
+        .unwrap_or_else(|| format!("file://{}/state", data_dir.display()));
+    let meta_url = config
+        .meta_store
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}/meta.db", data_dir.display()));
+    let objects = ObjectStorage::open(&state_url).map_err(|e| anyhow::anyhow!("{e}"))?;
+    objects.check().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let meta_store = MetaStore::connect(&meta_url)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sst = Arc::new(SstStore::new(objects, &CacheOptions::default()));
+    let versions = VersionManager::open(meta_store, sst.clone(), options)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot load the committed state: {e}"))?;
+    let store = Arc::new(LsmStateStore::new(
+        sst,
+        versions.current(),
+        StoreOptions::default(),
+        "playground",
+    ));
+    versions.register_store(&store);
+    versions.start_background();
+    Ok((store, versions))
 }

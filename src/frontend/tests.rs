@@ -71,10 +71,11 @@ fn i(v: i64) -> Option<ScalarValue> {
     Some(ScalarValue::Int64(v))
 }
 
-fn sorted_visible(meta: &Meta, r: &RelationDesc) -> Vec<Row> {
+async fn sorted_visible(meta: &Meta, r: &RelationDesc) -> Vec<Row> {
     let vis: Vec<usize> = r.visible_columns().map(|(i, _)| i).collect();
     let mut rows: Vec<Row> = meta
         .scan(r)
+        .await
         .unwrap()
         .into_iter()
         .map(|row| vis.iter().map(|&i| row[i].clone()).collect())
@@ -97,7 +98,7 @@ async fn table_and_mv_on_it_with_backfill() {
     // backfill: the MV sees rows that existed before it
     let mv = create_mv(&meta, "mv", scan(&t), &["k", "v"]).await;
     assert_eq!(
-        sorted_visible(&meta, &mv),
+        sorted_visible(&meta, &mv).await,
         vec![vec![i(1), i(10)], vec![i(2), i(20)]]
     );
     // overwrite on pk, delete, insert
@@ -112,11 +113,11 @@ async fn table_and_mv_on_it_with_backfill() {
     .unwrap();
     meta.flush().await.unwrap();
     assert_eq!(
-        sorted_visible(&meta, &t),
+        sorted_visible(&meta, &t).await,
         vec![vec![i(1), i(11)], vec![i(3), i(30)]]
     );
     assert_eq!(
-        sorted_visible(&meta, &mv),
+        sorted_visible(&meta, &mv).await,
         vec![vec![i(1), i(11)], vec![i(3), i(30)]]
     );
     meta.drop_relation(t.id, true).await.unwrap();
@@ -179,7 +180,7 @@ async fn joins_of_every_kind() {
     .unwrap();
     meta.flush().await.unwrap();
     for (kind, mv) in &mvs {
-        let got = sorted_visible(&meta, mv);
+        let got = sorted_visible(&meta, mv).await;
         let mut expect: Vec<Row> = match kind {
             JoinKind::Inner => vec![],
             JoinKind::Left => vec![vec![i(2), i(2), None, None], vec![i(3), None, None, None]],
@@ -207,7 +208,7 @@ async fn joins_of_every_kind() {
         vec![i(4), i(1), i(11), i(1)],
     ];
     expect.sort();
-    assert_eq!(sorted_visible(&meta, full), expect);
+    assert_eq!(sorted_visible(&meta, full).await, expect);
 }
 
 #[tokio::test]
@@ -244,17 +245,23 @@ async fn top_n_union_and_mv_on_mv() {
         .await
         .unwrap();
     meta.flush().await.unwrap();
-    assert_eq!(sorted_visible(&meta, &top), vec![vec![i(4)], vec![i(5)]]);
-    assert_eq!(sorted_visible(&meta, &union).len(), 7);
+    assert_eq!(
+        sorted_visible(&meta, &top).await,
+        vec![vec![i(4)], vec![i(5)]]
+    );
+    assert_eq!(sorted_visible(&meta, &union).await.len(), 7);
     // delete the top row: 3 moves in
-    let all = meta.scan(&t).unwrap();
+    let all = meta.scan(&t).await.unwrap();
     let five: Vec<Row> = all.into_iter().filter(|r| r[0] == i(5)).collect();
     meta.write_dml(t.id, StreamChunk::new(vec![Op::Delete], five))
         .await
         .unwrap();
     meta.flush().await.unwrap();
-    assert_eq!(sorted_visible(&meta, &top), vec![vec![i(3)], vec![i(4)]]);
-    assert_eq!(sorted_visible(&meta, &union).len(), 6);
+    assert_eq!(
+        sorted_visible(&meta, &top).await,
+        vec![vec![i(3)], vec![i(4)]]
+    );
+    assert_eq!(sorted_visible(&meta, &union).await.len(), 6);
 }
 
 #[tokio::test]
@@ -291,7 +298,7 @@ async fn datagen_feeds_a_table_exactly_once() {
     let mut n = 0;
     for _ in 0..200 {
         meta.flush().await.unwrap();
-        n = meta.scan(&t).unwrap().len();
+        n = meta.scan(&t).await.unwrap().len();
         if n >= 3000 {
             break;
         }
@@ -300,6 +307,7 @@ async fn datagen_feeds_a_table_exactly_once() {
     assert_eq!(n, 3000);
     let mut ids: Vec<i32> = meta
         .scan(&t)
+        .await
         .unwrap()
         .iter()
         .map(|r| match &r[0] {
@@ -336,14 +344,17 @@ async fn actor_failure_recovers_from_last_committed_epoch() {
     }
     assert!(meta.recovery_count() >= 1);
     meta.flush().await.unwrap();
-    assert_eq!(sorted_visible(&meta, &t), sorted_visible(&meta, &mv));
+    assert_eq!(
+        sorted_visible(&meta, &t).await,
+        sorted_visible(&meta, &mv).await
+    );
     meta.write_dml(t.id, StreamChunk::inserts(vec![vec![i(3), i(3)]]))
         .await
         .unwrap();
     meta.flush().await.unwrap();
-    let rows = sorted_visible(&meta, &mv);
+    let rows = sorted_visible(&meta, &mv).await;
     assert!(rows.contains(&vec![i(1), i(1)]) && rows.contains(&vec![i(3), i(3)]));
-    assert_eq!(sorted_visible(&meta, &t), rows);
+    assert_eq!(sorted_visible(&meta, &t).await, rows);
 }
 
 /// A SQL session on `meta`.

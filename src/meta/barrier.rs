@@ -14,7 +14,7 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::storage::StateStore;
+use crate::storage::{EpochCommitter, StateStore};
 use crate::stream::actor::ComputeEvent;
 use crate::stream::compute_node::{ComputeNode, WorkerId};
 use crate::stream::message::{ActorId, Barrier, Epoch, Mutation};
@@ -114,7 +114,9 @@ pub struct ResetInfo {
 }
 
 pub struct BarrierManager {
+    /// The compute nodes' store: synced for each epoch before it commits.
     store: Arc<dyn StateStore>,
+    committer: Arc<dyn EpochCommitter>,
     nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
     events: mpsc::UnboundedReceiver<ComputeEvent>,
     commands: mpsc::UnboundedReceiver<BarrierCommand>,
@@ -143,6 +145,7 @@ impl BarrierManager {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Arc<dyn StateStore>,
+        committer: Arc<dyn EpochCommitter>,
         nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
         events: mpsc::UnboundedReceiver<ComputeEvent>,
         commands: mpsc::UnboundedReceiver<BarrierCommand>,
@@ -152,9 +155,10 @@ impl BarrierManager {
         dml_gate: Arc<tokio::sync::RwLock<()>>,
         failure_state: Arc<FailureState>,
     ) -> Self {
-        let epoch = store.committed_epoch();
+        let epoch = committer.committed_epoch();
         BarrierManager {
             store,
+            committer,
             nodes,
             events,
             commands,
@@ -180,7 +184,7 @@ impl BarrierManager {
             while self.events.try_recv().is_ok() {}
             self.actors = reset.actors.into_iter().collect();
             self.sources = reset.sources.into_iter().map(|(w, a)| (a, w)).collect();
-            self.epoch = self.epoch.max(self.store.committed_epoch());
+            self.epoch = self.epoch.max(self.committer.committed_epoch());
             self.failed = false;
             self.clear_on_inject = true;
             let r = self.one_barrier(c.spec).await;
@@ -281,17 +285,6 @@ impl BarrierManager {
         let prev = self.epoch;
         let curr = prev + 1;
         self.epoch = curr;
-        // The catalog after this barrier's change is committed with the
-        // epoch the barrier closes: recovering from that epoch rebuilds the
-        // new layout, whose actors read the state committed up to it (as
-        // they do when the barrier passes), and a failed barrier leaves the
-        // old catalog committed.
-        if let Some(snap) = meta_snapshot {
-            let key = bytes::Bytes::from_static(crate::meta::service::META_KEY);
-            if let Err(e) = self.store.ingest(prev, vec![(key, Some(snap))]) {
-                return Err(e.to_string());
-            }
-        }
         let barrier = match mutation {
             Some(m) => Barrier::with_mutation(Epoch { curr, prev }, m),
             None => Barrier::new(Epoch { curr, prev }),
@@ -354,20 +347,33 @@ impl BarrierManager {
             self.fail(&f);
             return Err(f);
         }
-        let store = self.store.clone();
-        let commit = tokio::task::spawn_blocking(move || store.commit(prev)).await;
-        match commit {
-            Ok(Ok(())) => {
+        // Every actor has handed its writes of `prev` to the store: make
+        // them durable, then commit them. The catalog after this barrier's
+        // change is committed with the epoch the barrier closes: recovering
+        // from that epoch rebuilds the new layout, whose actors read the
+        // state committed up to it (as they do when the barrier passes),
+        // and a failed barrier leaves the old catalog committed. Both steps
+        // retry transient faults of the object and meta stores themselves,
+        // so an error here is final for this epoch.
+        let files = match self.store.sync(prev).await {
+            Ok(files) => files,
+            Err(e) => {
+                let e = format!("sync of epoch {prev} failed: {e}");
+                self.fail(&e);
+                return Err(e);
+            }
+        };
+        match self
+            .committer
+            .commit_epoch(prev, files, meta_snapshot)
+            .await
+        {
+            Ok(()) => {
                 let _ = self.committed.send(prev);
                 Ok(prev)
             }
-            Ok(Err(e)) => {
-                let e = format!("commit of epoch {prev} failed: {e}");
-                self.fail(&e);
-                Err(e)
-            }
             Err(e) => {
-                let e = e.to_string();
+                let e = format!("commit of epoch {prev} failed: {e}");
                 self.fail(&e);
                 Err(e)
             }

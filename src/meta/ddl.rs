@@ -205,7 +205,7 @@ impl Meta {
         drop(_ddl);
         loop {
             self.flush().await?;
-            match self.backfill_done(table_id)? {
+            match self.backfill_done(table_id).await? {
                 Some(true) => return Ok(()),
                 Some(false) => {}
                 None => {
@@ -220,7 +220,7 @@ impl Meta {
 
     /// Whether every stream scan of a job has backfilled every vnode, as
     /// committed (`None` if the job is gone).
-    pub fn backfill_done(&self, table_id: TableId) -> MetaResult<Option<bool>> {
+    pub async fn backfill_done(&self, table_id: TableId) -> MetaResult<Option<bool>> {
         let progress_tables: Vec<TableId> = {
             let st = self.state.lock();
             let Some(r) = st.relations.get(&table_id) else {
@@ -238,11 +238,10 @@ impl Meta {
                 })
                 .collect()
         };
+        let snapshot = self.store.snapshot();
         for t in progress_tables {
             let prefix = crate::storage::table_prefix(t);
-            let rows = self
-                .store
-                .scan(crate::storage::prefix_range(&prefix), false)?;
+            let rows = snapshot.scan(crate::storage::prefix_range(&prefix)).await?;
             let mut done = 0;
             for (_, v) in rows {
                 let row = crate::common::encoding::decode_row_tagged(&v)
@@ -349,10 +348,12 @@ impl Meta {
             tables.push(table_id);
             tables
         };
-        self.persist_catalog().await?;
+        // The state goes with the barrier that commits the catalog without
+        // the relation.
         for t in tables {
-            self.store.delete_table(t)?;
+            self.committer.drop_table(t);
         }
+        self.persist_catalog().await?;
         Ok(())
     }
 }

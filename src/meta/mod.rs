@@ -16,7 +16,9 @@ pub mod graph;
 pub mod reschedule;
 pub mod scale;
 pub mod service;
+pub mod store;
 pub mod system;
+pub mod versions;
 pub mod workers;
 
 pub use service::{Meta, MetaConfig};

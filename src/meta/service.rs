@@ -15,7 +15,7 @@ use super::fragment::{actor_desc, Edge, Fragment};
 use super::graph::UpstreamInfo;
 use super::{MetaError, MetaResult};
 use crate::common::{DataType, Row};
-use crate::storage::{MemoryStateStore, StateStore};
+use crate::storage::{EpochCommitter, MemoryStateStore, StateStore};
 use crate::stream::build::{NodeDesc, StateTableDesc};
 use crate::stream::compute_node::{ComputeNode, NodeServices, WorkerId};
 use crate::stream::exchange::ExchangeRegistry;
@@ -194,10 +194,6 @@ impl UpstreamInfo for MetaState {
     }
 }
 
-/// Where the catalog lives in the state store: table id 0 is never a
-/// relation's.
-pub const META_KEY: &[u8] = b"\0\0\0\0meta";
-
 /// The durable part of meta's state, committed with the epoch of the
 /// barrier that applied each change.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -286,7 +282,11 @@ pub use super::dml::TableRoute;
 pub struct Meta {
     pub config: MetaConfig,
     pub state: Mutex<MetaState>,
+    /// The compute nodes' store (one per process; all in-process nodes
+    /// share it). Batch reads go through its committed snapshots.
     pub store: Arc<dyn StateStore>,
+    /// Commits epochs, the catalog with them, and table drops.
+    pub committer: Arc<dyn EpochCommitter>,
     pub(super) registry: Arc<ExchangeRegistry>,
     pub(super) nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
     pub(super) barrier_tx: mpsc::UnboundedSender<BarrierCommand>,
@@ -357,16 +357,20 @@ impl Meta {
     /// Start meta, the compute nodes and the barrier manager.
     /// Start with an in-memory store (tests).
     pub fn start(config: MetaConfig) -> Arc<Meta> {
-        let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
-        Self::start_with_store(config, store)
+        let store = Arc::new(MemoryStateStore::new());
+        Self::start_with_store(config, store.clone(), store)
     }
 
-    /// Start meta over `store`. If the store holds a committed catalog, it
-    /// is loaded; call [`Meta::resume`] to rebuild its actors.
-    pub fn start_with_store(config: MetaConfig, store: Arc<dyn StateStore>) -> Arc<Meta> {
+    /// Start meta over `store`, committed by `committer`. If a catalog was
+    /// committed, it is loaded; call [`Meta::resume`] to rebuild its actors.
+    pub fn start_with_store(
+        config: MetaConfig,
+        store: Arc<dyn StateStore>,
+        committer: Arc<dyn EpochCommitter>,
+    ) -> Arc<Meta> {
         let registry = Arc::new(ExchangeRegistry::default());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (committed_tx, committed_rx) = watch::channel(store.committed_epoch());
+        let (committed_tx, committed_rx) = watch::channel(committer.committed_epoch());
         let nodes = Arc::new(RwLock::new(HashMap::new()));
         let fault = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let services = NodeServices {
@@ -380,15 +384,15 @@ impl Meta {
             next_table_id: FIRST_USER_ID,
             ..Default::default()
         };
-        let persisted = match store.get(META_KEY, false) {
-            Ok(Some(bytes)) => match serde_json::from_slice::<PersistedMeta>(&bytes) {
+        let persisted = match committer.committed_catalog() {
+            Some(bytes) => match serde_json::from_slice::<PersistedMeta>(&bytes) {
                 Ok(p) => Some(p),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the persisted catalog; starting empty");
                     None
                 }
             },
-            _ => None,
+            None => None,
         };
         // The compute nodes: those of the committed catalog, else the
         // configured ones (ids 1..N, units 0..N·P−1 in node order).
@@ -434,6 +438,7 @@ impl Meta {
         let failure_state = Arc::new(FailureState::default());
         let manager = BarrierManager::new(
             store.clone(),
+            committer.clone(),
             nodes.clone(),
             events_rx,
             barrier_rx,
@@ -453,6 +458,7 @@ impl Meta {
             config,
             state: Mutex::new(state),
             store,
+            committer,
             registry,
             nodes,
             barrier_tx,
@@ -506,6 +512,7 @@ impl Meta {
         }
         self.registry.clear();
         self.store.abort_uncommitted();
+        self.committer.resync().await?;
         // Fail-over: actors of nodes that are down move to the surviving
         // units before everything is rebuilt.
         if let Some(summary) = self.fail_over() {
@@ -703,13 +710,24 @@ impl Meta {
     }
 
     /// Every committed row of a table or MV (hidden columns included).
-    pub fn scan(&self, desc: &RelationDesc) -> MetaResult<Vec<Row>> {
+    pub async fn scan(&self, desc: &RelationDesc) -> MetaResult<Vec<Row>> {
+        self.scan_at(&*self.store.snapshot(), desc).await
+    }
+
+    /// Every row of a table or MV as of `snapshot` (hidden columns
+    /// included).
+    pub async fn scan_at(
+        &self,
+        snapshot: &dyn crate::storage::ReadSnapshot,
+        desc: &RelationDesc,
+    ) -> MetaResult<Vec<Row>> {
         Ok(crate::storage::state_table::scan_table_committed(
-            &*self.store,
+            snapshot,
             desc.id,
             &desc.types(),
             None,
-        )?)
+        )
+        .await?)
     }
 
     pub fn relation_by_name(&self, name: &str) -> Option<Arc<RelationDesc>> {

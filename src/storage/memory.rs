@@ -1,23 +1,33 @@
-//! The in-memory state store: a committed ordered map plus the staged
-//! writes of epochs not yet committed.
+//! The in-memory state store (unit tests): a committed ordered map plus the
+//! staged writes of epochs not yet committed. It is its own
+//! [`EpochCommitter`]: `sync` writes nothing, `commit_epoch` applies the
+//! staged epochs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use super::{
-    prefix_range, range_is_empty, table_prefix, KeyRange, KeyedWrite, StateStore, StorageResult,
+    range_is_empty, EpochCommitter, KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore,
+    StorageResult,
 };
 use crate::meta::catalog::TableId;
 
+type Map = BTreeMap<Bytes, Bytes>;
+
 #[derive(Default)]
 pub struct MemoryStateStore {
-    committed: RwLock<BTreeMap<Bytes, Bytes>>,
+    /// Copied on write, so a snapshot is an `Arc` clone.
+    committed: RwLock<Arc<Map>>,
     /// epoch → writes staged for it, applied in order on commit.
     staged: RwLock<BTreeMap<u64, Vec<KeyedWrite>>>,
     committed_epoch: AtomicU64,
+    catalog: Mutex<Option<Bytes>>,
+    dropped: Mutex<BTreeSet<TableId>>,
 }
 
 impl MemoryStateStore {
@@ -35,6 +45,48 @@ impl MemoryStateStore {
         }
         None
     }
+
+    /// Apply every staged epoch `<= epoch` (and pending table drops).
+    pub fn commit(&self, epoch: u64) {
+        let mut staged = self.staged.write();
+        let later = staged.split_off(&(epoch + 1));
+        let ready = std::mem::replace(&mut *staged, later);
+        let mut committed = self.committed.write();
+        let map = Arc::make_mut(&mut committed);
+        for (_, writes) in ready {
+            for (k, v) in writes {
+                match v {
+                    Some(v) => {
+                        map.insert(k, v);
+                    }
+                    None => {
+                        map.remove(&k);
+                    }
+                }
+            }
+        }
+        for t in std::mem::take(&mut *self.dropped.lock()) {
+            let range = super::prefix_range(&super::table_prefix(t));
+            let keys: Vec<Bytes> = range_of(map, &range).map(|(k, _)| k.clone()).collect();
+            for k in keys {
+                map.remove(&k);
+            }
+        }
+        self.committed_epoch.fetch_max(epoch, Ordering::SeqCst);
+    }
+}
+
+fn range_of<'a>(map: &'a Map, range: &KeyRange) -> impl Iterator<Item = (&'a Bytes, &'a Bytes)> {
+    let empty = range_is_empty(range);
+    let bounds = (
+        range.0.as_ref().map(|v| v.as_slice()),
+        range.1.as_ref().map(|v| v.as_slice()),
+    );
+    // `BTreeMap::range` panics on an inverted range.
+    (!empty)
+        .then(|| map.range::<[u8], _>(bounds))
+        .into_iter()
+        .flatten()
 }
 
 fn in_range(range: &KeyRange, key: &[u8]) -> bool {
@@ -52,6 +104,25 @@ fn in_range(range: &KeyRange, key: &[u8]) -> bool {
     lo && hi
 }
 
+struct MemorySnapshot {
+    map: Arc<Map>,
+    epoch: u64,
+}
+
+#[async_trait]
+impl ReadSnapshot for MemorySnapshot {
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        Ok(range_of(&self.map, &range)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+}
+
+#[async_trait]
 impl StateStore for MemoryStateStore {
     fn ingest(&self, epoch: u64, writes: Vec<KeyedWrite>) -> StorageResult<()> {
         if writes.is_empty() {
@@ -61,25 +132,8 @@ impl StateStore for MemoryStateStore {
         Ok(())
     }
 
-    fn commit(&self, epoch: u64) -> StorageResult<()> {
-        let mut staged = self.staged.write();
-        let later = staged.split_off(&(epoch + 1));
-        let ready = std::mem::replace(&mut *staged, later);
-        let mut committed = self.committed.write();
-        for (_, writes) in ready {
-            for (k, v) in writes {
-                match v {
-                    Some(v) => {
-                        committed.insert(k, v);
-                    }
-                    None => {
-                        committed.remove(&k);
-                    }
-                }
-            }
-        }
-        self.committed_epoch.fetch_max(epoch, Ordering::SeqCst);
-        Ok(())
+    async fn sync(&self, _epoch: u64) -> StorageResult<Vec<SstInfo>> {
+        Ok(Vec::new())
     }
 
     fn abort_uncommitted(&self) {
@@ -90,7 +144,7 @@ impl StateStore for MemoryStateStore {
         self.committed_epoch.load(Ordering::SeqCst)
     }
 
-    fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>> {
+    async fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>> {
         if uncommitted {
             if let Some(v) = self.staged_get(key) {
                 return Ok(v);
@@ -99,15 +153,9 @@ impl StateStore for MemoryStateStore {
         Ok(self.committed.read().get(key).cloned())
     }
 
-    fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        if range_is_empty(&range) {
-            return Ok(Vec::new());
-        }
-        let committed = self.committed.read();
-        let base = committed.range::<[u8], _>((
-            range.0.as_ref().map(|v| v.as_slice()),
-            range.1.as_ref().map(|v| v.as_slice()),
-        ));
+    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        let committed = self.committed.read().clone();
+        let base = range_of(&committed, &range);
         if !uncommitted {
             return Ok(base.map(|(k, v)| (k.clone(), v.clone())).collect());
         }
@@ -130,39 +178,51 @@ impl StateStore for MemoryStateStore {
             .collect())
     }
 
-    fn scan_committed_limit(
+    async fn scan_committed_limit(
         &self,
         range: KeyRange,
         limit: usize,
     ) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        if range_is_empty(&range) {
-            return Ok(Vec::new());
-        }
-        let committed = self.committed.read();
-        Ok(committed
-            .range::<[u8], _>((
-                range.0.as_ref().map(|v| v.as_slice()),
-                range.1.as_ref().map(|v| v.as_slice()),
-            ))
+        let committed = self.committed.read().clone();
+        Ok(range_of(&committed, &range)
             .take(limit)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
 
-    fn delete_table(&self, table_id: TableId) -> StorageResult<()> {
-        let range = prefix_range(&table_prefix(table_id));
-        let mut committed = self.committed.write();
-        let keys: Vec<Bytes> = committed
-            .range::<[u8], _>((
-                range.0.as_ref().map(|v| v.as_slice()),
-                range.1.as_ref().map(|v| v.as_slice()),
-            ))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in keys {
-            committed.remove(&k);
+    fn snapshot(&self) -> Arc<dyn ReadSnapshot> {
+        Arc::new(MemorySnapshot {
+            map: self.committed.read().clone(),
+            epoch: StateStore::committed_epoch(self),
+        })
+    }
+}
+
+#[async_trait]
+impl EpochCommitter for MemoryStateStore {
+    fn committed_epoch(&self) -> u64 {
+        self.committed_epoch.load(Ordering::SeqCst)
+    }
+
+    fn committed_catalog(&self) -> Option<Bytes> {
+        self.catalog.lock().clone()
+    }
+
+    async fn commit_epoch(
+        &self,
+        epoch: u64,
+        _files: Vec<SstInfo>,
+        catalog: Option<Bytes>,
+    ) -> StorageResult<()> {
+        if let Some(c) = catalog {
+            *self.catalog.lock() = Some(c);
         }
+        self.commit(epoch);
         Ok(())
+    }
+
+    fn drop_table(&self, table_id: TableId) {
+        self.dropped.lock().insert(table_id);
     }
 }
 
@@ -170,24 +230,9 @@ impl StateStore for MemoryStateStore {
 mod tests {
     use super::*;
 
-    #[test]
-    fn staged_invisible_until_commit() {
+    #[tokio::test]
+    async fn contract() {
         let s = MemoryStateStore::new();
-        s.ingest(
-            1,
-            vec![(Bytes::from_static(b"a"), Some(Bytes::from_static(b"1")))],
-        )
-        .unwrap();
-        assert_eq!(s.get(b"a", false).unwrap(), None);
-        assert_eq!(s.get(b"a", true).unwrap(), Some(Bytes::from_static(b"1")));
-        s.ingest(2, vec![(Bytes::from_static(b"a"), None)]).unwrap();
-        s.commit(1).unwrap();
-        assert_eq!(s.get(b"a", false).unwrap(), Some(Bytes::from_static(b"1")));
-        assert_eq!(s.get(b"a", true).unwrap(), None);
-        let all = s.scan(prefix_range(b""), true).unwrap();
-        assert!(all.is_empty());
-        s.commit(2).unwrap();
-        assert_eq!(s.get(b"a", false).unwrap(), None);
-        assert_eq!(s.committed_epoch(), 2);
+        super::super::contract::check_state_store(&s, &s).await;
     }
 }

@@ -1,24 +1,29 @@
 //! The state store shared by all compute nodes, and the per-actor state
 //! tables built on it.
 //!
-//! Contract (DESIGN §3): actors hand their writes of an epoch to the store
-//! with [`StateStore::ingest`] when the barrier closing that epoch passes
-//! them; meta calls [`StateStore::commit`] once every actor has done so,
-//! which makes all writes of that epoch (and earlier ones) visible to batch
-//! reads atomically. Batch reads see only committed data; an actor may read
-//! its own staged writes (`uncommitted = true`), and an actor that takes
-//! over vnodes first waits until the epoch that closed their previous
-//! owner's writes is committed.
+//! Contract (DESIGN §3, §9): actors hand their writes of an epoch to their
+//! compute node's store with [`StateStore::ingest`] when the barrier
+//! closing that epoch passes them. Once every actor of the node has done
+//! so, [`StateStore::sync`] makes the node's writes of that epoch durable
+//! (uploaded as immutable files) and returns what it wrote; meta commits
+//! the epoch with [`EpochCommitter::commit_epoch`] once every node has
+//! synced, which makes all writes of that epoch (and earlier ones) visible
+//! to batch reads atomically. Batch reads see only committed data; an
+//! actor may read its node's staged writes (`uncommitted = true`), and an
+//! actor that takes over vnodes first waits until the epoch that closed
+//! their previous owner's writes is committed.
 
-pub mod durable;
+#[cfg(test)]
+pub(crate) mod contract;
 pub mod memory;
 pub mod state_table;
 
 use std::ops::Bound;
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 
-pub use durable::DurableStateStore;
 pub use memory::MemoryStateStore;
 pub use state_table::StateTable;
 
@@ -42,32 +47,112 @@ pub type KeyedWrite = (Bytes, Option<Bytes>);
 
 pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-/// The state store. Keys are `table_id | vnode | memcomparable(pk)`.
+/// One immutable sorted file of the store, as a version lists it. The keys
+/// are `table_id | vnode | pk` (hex in JSON).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SstInfo {
+    /// Unique id; the object's name is derived from it.
+    pub id: u64,
+    /// 0 for epoch files (they overlap; newer wins), 1.. for the sorted
+    /// runs compaction writes.
+    pub level: u32,
+    /// The newest epoch whose writes the file holds.
+    pub epoch: u64,
+    pub size: u64,
+    /// Where the index, filter and footer start (one ranged read fetches
+    /// them).
+    pub meta_offset: u64,
+    #[serde(with = "hex_bytes")]
+    pub first_key: Bytes,
+    #[serde(with = "hex_bytes")]
+    pub last_key: Bytes,
+    pub key_count: u64,
+    pub tombstones: u64,
+}
+
+mod hex_bytes {
+    use bytes::Bytes;
+
+    pub fn serialize<S: serde::Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = String::with_capacity(b.len() * 2);
+        for x in b.iter() {
+            out.push_str(&format!("{x:02x}"));
+        }
+        s.serialize_str(&out)
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        let s: String = serde::Deserialize::deserialize(d)?;
+        if !s.len().is_multiple_of(2) {
+            return Err(serde::de::Error::custom("odd hex length"));
+        }
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map(Bytes::from)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A compute node's state store. Keys are `table_id | vnode | memcomparable(pk)`.
+#[async_trait]
 pub trait StateStore: Send + Sync + 'static {
     /// Stage writes belonging to `epoch`.
     fn ingest(&self, epoch: u64, writes: Vec<KeyedWrite>) -> StorageResult<()>;
-    /// Atomically make every staged write of epochs `<= epoch` visible (and
-    /// durable, for a durable store).
-    fn commit(&self, epoch: u64) -> StorageResult<()>;
-    /// Drop every staged, uncommitted write (recovery).
+    /// Make every staged write of epochs `<= epoch` durable and return the
+    /// files holding them, for meta to commit. The writes stay readable
+    /// (uncommitted) until the version committing them is installed.
+    async fn sync(&self, epoch: u64) -> StorageResult<Vec<SstInfo>>;
+    /// Drop every staged or synced write not yet committed (recovery).
     fn abort_uncommitted(&self);
-    /// The last committed epoch (0 before the first commit).
+    /// The last committed epoch this store has installed (0 before the
+    /// first commit).
     fn committed_epoch(&self) -> u64;
-    fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>>;
+    async fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>>;
     /// All live pairs of a key range in key order.
-    fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>>;
+    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>>;
     /// The first `limit` committed pairs of a key range, in key order.
-    fn scan_committed_limit(
+    async fn scan_committed_limit(
         &self,
         range: KeyRange,
         limit: usize,
-    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        let mut all = self.scan(range, false)?;
-        all.truncate(limit);
-        Ok(all)
+    ) -> StorageResult<Vec<(Bytes, Bytes)>>;
+    /// The committed state as of now, pinned: every read of the snapshot
+    /// sees the same epoch (a batch query reads all its tables from one).
+    fn snapshot(&self) -> Arc<dyn ReadSnapshot>;
+}
+
+/// A pinned committed version (see [`StateStore::snapshot`]).
+#[async_trait]
+pub trait ReadSnapshot: Send + Sync {
+    fn epoch(&self) -> u64;
+    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>>;
+}
+
+/// Meta's side of the store: commits epochs and table drops durably.
+#[async_trait]
+pub trait EpochCommitter: Send + Sync + 'static {
+    /// The last committed epoch.
+    fn committed_epoch(&self) -> u64;
+    /// The catalog committed with the last epoch that carried one.
+    fn committed_catalog(&self) -> Option<Bytes>;
+    /// Commit `epoch`: the files every compute node synced for it, and the
+    /// catalog when it changed, atomically; then make the new version
+    /// visible to every store. Epochs commit in order.
+    async fn commit_epoch(
+        &self,
+        epoch: u64,
+        files: Vec<SstInfo>,
+        catalog: Option<Bytes>,
+    ) -> StorageResult<()>;
+    /// Delete all state of a table, committed with the next epoch.
+    fn drop_table(&self, table_id: TableId);
+    /// Before a recovery: read the committed version again if a commit
+    /// failed in a way that leaves unknown whether it landed.
+    async fn resync(&self) -> StorageResult<()> {
+        Ok(())
     }
-    /// Delete all state of a table (drop), committed with the next commit.
-    fn delete_table(&self, table_id: TableId) -> StorageResult<()>;
 }
 
 /// The key prefix of a table.

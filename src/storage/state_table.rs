@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{prefix_end, vnode_prefix, StateStore, StorageResult};
+use super::{prefix_end, vnode_prefix, ReadSnapshot, StateStore, StorageResult};
 use crate::common::encoding::{
     decode_row, decode_row_tagged, encode_key_ordered, encode_row, encode_row_tagged, vnode_of,
 };
@@ -147,24 +147,24 @@ impl StateTable {
         self.buffer.insert(k, None);
     }
 
-    pub fn get_at(&self, vnode: VirtualNode, pk: &[Datum]) -> StorageResult<Option<Row>> {
+    pub async fn get_at(&self, vnode: VirtualNode, pk: &[Datum]) -> StorageResult<Option<Row>> {
         let k = self.key_at(vnode, pk);
         if let Some(v) = self.buffer.get(&k) {
             return v.as_ref().map(|v| self.decode_value(v)).transpose();
         }
-        match self.store.get(&k, true)? {
+        match self.store.get(&k, true).await? {
             Some(v) => Ok(Some(self.decode_value(&v)?)),
             None => Ok(None),
         }
     }
 
     /// Point read of the value under `pk`.
-    pub fn get(&self, pk: &[Datum]) -> StorageResult<Option<Row>> {
+    pub async fn get(&self, pk: &[Datum]) -> StorageResult<Option<Row>> {
         let k = self.key(pk);
         if let Some(v) = self.buffer.get(&k) {
             return v.as_ref().map(|v| self.decode_value(v)).transpose();
         }
-        match self.store.get(&k, true)? {
+        match self.store.get(&k, true).await? {
             Some(v) => Ok(Some(self.decode_value(&v)?)),
             None => Ok(None),
         }
@@ -173,7 +173,7 @@ impl StateTable {
     /// All `(pk, value)` pairs whose pk starts with `prefix`, in key order.
     /// The prefix must cover the distribution key (so it names one vnode),
     /// unless the table is a singleton.
-    pub fn scan_prefix(&self, prefix: &[Datum]) -> StorageResult<Vec<(Row, Row)>> {
+    pub async fn scan_prefix(&self, prefix: &[Datum]) -> StorageResult<Vec<(Row, Row)>> {
         let vnode = if self.dist_in_pk.iter().all(|&i| i < prefix.len()) {
             vnode_of(prefix, &self.dist_in_pk)
         } else {
@@ -183,19 +183,21 @@ impl StateTable {
         debug_assert!(self.vnodes.contains(vnode));
         let mut start = vnode_prefix(self.table_id, vnode);
         encode_key_ordered(&mut start, prefix, &self.pk_desc);
-        self.scan_range_raw(start)
+        self.scan_range_raw(start).await
     }
 
     /// Every row of one vnode.
-    pub fn scan_vnode(&self, vnode: VirtualNode) -> StorageResult<Vec<(Row, Row)>> {
+    pub async fn scan_vnode(&self, vnode: VirtualNode) -> StorageResult<Vec<(Row, Row)>> {
         self.scan_range_raw(vnode_prefix(self.table_id, vnode))
+            .await
     }
 
-    fn scan_range_raw(&self, start: Vec<u8>) -> StorageResult<Vec<(Row, Row)>> {
+    async fn scan_range_raw(&self, start: Vec<u8>) -> StorageResult<Vec<(Row, Row)>> {
         let end = prefix_end(&start);
         let stored = self
             .store
-            .scan((Bound::Included(start.clone()), end.clone()), true)?;
+            .scan((Bound::Included(start.clone()), end.clone()), true)
+            .await?;
         let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = stored
             .into_iter()
             .map(|(k, v)| (k.to_vec(), Some(v.to_vec())))
@@ -228,7 +230,7 @@ impl StateTable {
     /// `after` (from the start when `None`), in key order, with their
     /// encoded pks. Ignores vnode ownership (backfill reads another
     /// job's table).
-    pub fn scan_vnode_committed_after(
+    pub async fn scan_vnode_committed_after(
         &self,
         vnode: VirtualNode,
         after: Option<&[u8]>,
@@ -245,7 +247,8 @@ impl StateTable {
         };
         let pairs = self
             .store
-            .scan_committed_limit((start, prefix_end(&prefix)), limit)?;
+            .scan_committed_limit((start, prefix_end(&prefix)), limit)
+            .await?;
         pairs
             .into_iter()
             .map(|(k, v)| Ok((k[prefix.len()..].to_vec(), self.decode_value(&v)?)))
@@ -277,22 +280,21 @@ impl StateTable {
     }
 }
 
-/// Read every committed row of a table in key order, regardless of vnode
-/// ownership (batch scans, backfill snapshots). Values are decoded with
+/// Read every committed row of a table in key order from `snapshot`,
+/// regardless of vnode ownership (batch scans). Values are decoded with
 /// `types`.
-pub fn scan_table_committed(
-    store: &dyn StateStore,
+pub async fn scan_table_committed(
+    snapshot: &dyn ReadSnapshot,
     table_id: TableId,
     types: &[DataType],
     vnodes: Option<&Bitmap>,
 ) -> StorageResult<Vec<Row>> {
     let prefix = super::table_prefix(table_id);
-    let pairs = store.scan(super::prefix_range(&prefix), false)?;
+    let pairs = snapshot.scan(super::prefix_range(&prefix)).await?;
     let mut out = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
-        if let Some(bm) = vnodes {
-            let vnode = u16::from_be_bytes([k[4], k[5]]);
-            if !bm.contains(vnode) {
+        if let (Some(bm), Some(vnode)) = (vnodes, k.get(4..6)) {
+            if !bm.contains(u16::from_be_bytes([vnode[0], vnode[1]])) {
                 continue;
             }
         }
@@ -311,9 +313,10 @@ mod tests {
         Some(ScalarValue::Int64(v))
     }
 
-    #[test]
-    fn put_get_scan_commit() {
-        let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
+    #[tokio::test]
+    async fn put_get_scan_commit() {
+        let mem = Arc::new(MemoryStateStore::new());
+        let store: Arc<dyn StateStore> = mem.clone();
         let mut t = StateTable::new(
             7,
             store.clone(),
@@ -326,21 +329,23 @@ mod tests {
         t.put(&[i(1), i(2)], &[i(1), i(2)]);
         t.put(&[i(1), i(1)], &[i(1), i(1)]);
         t.put(&[i(2), i(1)], &[i(2), i(1)]);
-        let rows = t.scan_prefix(&[i(1)]).unwrap();
+        let rows = t.scan_prefix(&[i(1)]).await.unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].0, vec![i(1), i(1)]);
         let _ = t.commit(1).unwrap();
-        assert_eq!(t.get(&[i(2), i(1)]).unwrap(), Some(vec![i(2), i(1)]));
+        assert_eq!(t.get(&[i(2), i(1)]).await.unwrap(), Some(vec![i(2), i(1)]));
         t.delete(&[i(1), i(1)]);
-        assert_eq!(t.scan_prefix(&[i(1)]).unwrap().len(), 1);
+        assert_eq!(t.scan_prefix(&[i(1)]).await.unwrap().len(), 1);
         assert!(
-            scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)
+            scan_table_committed(&*store.snapshot(), 7, &[DataType::Int64; 2], None)
+                .await
                 .unwrap()
                 .is_empty()
         );
-        store.commit(1).unwrap();
+        mem.commit(1);
         assert_eq!(
-            scan_table_committed(&*store, 7, &[DataType::Int64; 2], None)
+            scan_table_committed(&*store.snapshot(), 7, &[DataType::Int64; 2], None)
+                .await
                 .unwrap()
                 .len(),
             3

@@ -206,7 +206,7 @@ impl Actor {
                 reader.set_paused(false);
             }
             if !newly_added {
-                reader.load()?;
+                reader.load().await?;
                 reader.commit(barrier.epoch.prev)?;
             }
         }
@@ -246,7 +246,7 @@ impl Actor {
         } else if newly_added {
             wait_committed(&mut self.committed, barrier.epoch.prev).await?;
             if let ActorInput::Datagen { reader, .. } = &mut self.input {
-                reader.load()?;
+                reader.load().await?;
             }
         }
         for i in 0..self.executors.len() {

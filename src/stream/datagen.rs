@@ -274,10 +274,10 @@ impl DatagenReader {
         self.prev_epoch_rows.max(self.batch_size())
     }
 
-    pub fn load(&mut self) -> crate::storage::StorageResult<()> {
+    pub async fn load(&mut self) -> crate::storage::StorageResult<()> {
         if !self.loaded {
             self.loaded = true;
-            if let Some(row) = self.state.get(&[])? {
+            if let Some(row) = self.state.get(&[]).await? {
                 self.offset = row.first().and_then(|d| d.as_ref()?.as_i64()).unwrap_or(0) as u64;
             }
         }
@@ -333,7 +333,7 @@ mod tests {
     use crate::common::Bitmap;
     use crate::storage::{MemoryStateStore, StateStore};
 
-    fn reader(rows_per_second: u64) -> DatagenReader {
+    async fn reader(rows_per_second: u64) -> DatagenReader {
         let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
         let state = StateTable::new(
             1,
@@ -355,13 +355,13 @@ mod tests {
             rows_per_second,
         };
         let mut r = DatagenReader::new(desc, state);
-        r.load().unwrap();
+        r.load().await.unwrap();
         r
     }
 
-    #[test]
-    fn an_epoch_outgrows_an_uncommitted_one_only_after_its_commit() {
-        let mut r = reader(20_000); // batches of 1000
+    #[tokio::test]
+    async fn an_epoch_outgrows_an_uncommitted_one_only_after_its_commit() {
+        let mut r = reader(20_000).await; // batches of 1000
         assert!(!r.throttled(0), "nothing to wait for before a barrier");
         for _ in 0..3 {
             r.next_chunk();
@@ -384,9 +384,9 @@ mod tests {
         assert_eq!(r.offset, 11_000);
     }
 
-    #[test]
-    fn a_small_epoch_still_lets_one_batch_through() {
-        let mut r = reader(100); // batches of 5
+    #[tokio::test]
+    async fn a_small_epoch_still_lets_one_batch_through() {
+        let mut r = reader(100).await; // batches of 5
         r.commit(1).unwrap(); // an empty epoch
         assert!(!r.throttled(0));
         r.next_chunk();

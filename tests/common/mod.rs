@@ -12,6 +12,7 @@
 
 pub mod driver;
 pub mod rows;
+pub mod seaweed;
 pub mod workload;
 
 use std::collections::VecDeque;
@@ -158,6 +159,12 @@ pub struct ServerOptions {
     pub barrier_interval_ms: u64,
     /// How long to wait for the `listening on` line.
     pub ready_timeout: Duration,
+    /// `--state-store` URL (e.g. [`seaweed::SeaweedFs::url`]).
+    pub state_store: Option<String>,
+    /// `--meta-store` URL.
+    pub meta_store: Option<String>,
+    /// Extra environment of the server (e.g. [`seaweed::SeaweedFs::env`]).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for ServerOptions {
@@ -171,6 +178,9 @@ impl Default for ServerOptions {
             parallel_units: 2,
             barrier_interval_ms,
             ready_timeout: Duration::from_secs(60),
+            state_store: None,
+            meta_store: None,
+            env: Vec::new(),
         }
     }
 }
@@ -230,8 +240,15 @@ impl EbbflowServer {
             }
         };
         let port = free_port();
-        let mut child = Command::new(ebbflow_bin())
-            .arg("playground")
+        let mut cmd = Command::new(ebbflow_bin());
+        cmd.arg("playground");
+        if let Some(url) = &opts.state_store {
+            cmd.arg("--state-store").arg(url);
+        }
+        if let Some(url) = &opts.meta_store {
+            cmd.arg("--meta-store").arg(url);
+        }
+        let mut child = cmd
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
@@ -246,6 +263,7 @@ impl EbbflowServer {
                 "RUST_LOG",
                 std::env::var("EBBFLOW_LOG").unwrap_or_else(|_| "info".into()),
             )
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

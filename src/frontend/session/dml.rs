@@ -15,7 +15,8 @@ impl LocalSession {
         table: &RelationDesc,
         source: &LogicalPlan,
     ) -> FResult<StatementResult> {
-        let rows = batch::execute(source, &MetaScan(&self.meta))?;
+        let scan = MetaScan::prefetch(&self.meta, source).await?;
+        let rows = batch::execute(source, &scan)?;
         let n = rows.len();
         let full: Vec<Row> = rows.into_iter().map(|r| widen(table, r)).collect();
         self.write(table, StreamChunk::inserts(full)).await?;
@@ -73,7 +74,7 @@ impl LocalSession {
     /// every change acknowledged before it.
     async fn committed_rows(&self, table: &RelationDesc) -> FResult<Vec<Row>> {
         self.meta.flush().await?;
-        Ok(self.meta.scan(table)?)
+        Ok(self.meta.scan(table).await?)
     }
 
     async fn write(&self, table: &RelationDesc, chunk: StreamChunk) -> FResult<()> {

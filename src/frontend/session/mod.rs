@@ -76,18 +76,73 @@ impl CatalogReader for MetaCatalog<'_> {
     }
 }
 
-/// Batch reads at the last committed epoch.
-pub struct MetaScan<'a>(pub &'a Meta);
+/// Batch reads at the last committed epoch: every relation a query scans
+/// is read from one pinned snapshot before the (synchronous) batch engine
+/// runs, so two tables of one query are consistent with each other.
+pub struct MetaScan<'a> {
+    meta: &'a Meta,
+    /// Rows of each scanned relation, with how many scans still want them
+    /// (the last one takes them, earlier ones copy).
+    rows: Mutex<std::collections::HashMap<crate::meta::catalog::TableId, (usize, Vec<Row>)>>,
+}
+
+impl<'a> MetaScan<'a> {
+    pub async fn prefetch(meta: &'a Meta, plan: &LogicalPlan) -> FResult<MetaScan<'a>> {
+        let mut scans: Vec<Arc<RelationDesc>> = Vec::new();
+        let mut stack = vec![plan];
+        while let Some(p) = stack.pop() {
+            if let LogicalPlan::Scan { relation } = p {
+                if relation.kind != RelationKind::System {
+                    scans.push(relation.clone());
+                }
+            }
+            stack.extend(p.children());
+        }
+        let mut rows = std::collections::HashMap::new();
+        if !scans.is_empty() {
+            let snapshot = meta.store.snapshot();
+            for r in scans {
+                match rows.entry(r.id) {
+                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                        let (n, _): &mut (usize, Vec<Row>) = e.get_mut();
+                        *n += 1;
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert((1, meta.scan_at(&*snapshot, &r).await?));
+                    }
+                }
+            }
+        }
+        Ok(MetaScan {
+            meta,
+            rows: Mutex::new(rows),
+        })
+    }
+}
 
 impl ScanSource for MetaScan<'_> {
     fn scan(&self, relation: &RelationDesc) -> Result<Vec<Row>, BatchError> {
         if relation.kind == RelationKind::System {
-            return Ok(self.0.with_state(|st| system_rows(st, &relation.name)));
+            return Ok(self.meta.with_state(|st| system_rows(st, &relation.name)));
         }
-        self.0.scan(relation).map_err(|e| BatchError {
-            code: e.code,
-            message: e.message,
-        })
+        let mut rows = self.rows.lock();
+        match rows.get_mut(&relation.id) {
+            Some((n, _)) if *n > 1 => {
+                *n -= 1;
+                Ok(rows[&relation.id].1.clone())
+            }
+            Some(_) => Ok(rows
+                .remove(&relation.id)
+                .map(|(_, r)| r)
+                .unwrap_or_default()),
+            None => Err(BatchError {
+                code: "XX000",
+                message: format!(
+                    "relation \"{}\" was not read before the query ran",
+                    relation.name
+                ),
+            }),
+        }
     }
 }
 
@@ -157,7 +212,8 @@ impl LocalSession {
     async fn execute_bound(&self, bound: BoundStatement) -> FResult<StatementResult> {
         match bound {
             BoundStatement::Query { plan, names } => {
-                let rows = batch::execute(&plan, &MetaScan(&self.meta))?;
+                let scan = MetaScan::prefetch(&self.meta, &plan).await?;
+                let rows = batch::execute(&plan, &scan)?;
                 Ok(rows_result(query_fields(&plan, names), rows))
             }
             BoundStatement::CreateTable {

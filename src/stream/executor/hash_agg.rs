@@ -63,9 +63,9 @@ impl HashAggExecutor {
     }
 
     /// Load a group from the state table (or make an empty one).
-    fn load(&self, key: &[Datum]) -> StreamResult<GroupState> {
+    async fn load(&self, key: &[Datum]) -> StreamResult<GroupState> {
         let mut state = self.fresh();
-        if let Some(saved) = self.table.get(key)? {
+        if let Some(saved) = self.table.get(key).await? {
             decode_state(&saved, &mut state)?;
             state.emitted = self.output_of(key, &state)?;
         }
@@ -127,7 +127,7 @@ impl Executor for HashAggExecutor {
         for (op, row) in chunk.iter() {
             let key: Vec<Datum> = self.group_by.iter().map(|&i| row[i].clone()).collect();
             if !self.cache.contains_key(&key) {
-                let state = self.load(&key)?;
+                let state = self.load(&key).await?;
                 self.cache.insert(key.clone(), state);
             }
             let Some(state) = self.cache.get_mut(&key) else {
@@ -156,7 +156,7 @@ impl Executor for HashAggExecutor {
     ) -> StreamResult<()> {
         if self.group_by.is_empty() && !self.cache.contains_key(&Vec::new()) {
             // The global group exists from the first barrier on.
-            let state = self.load(&[])?;
+            let state = self.load(&[]).await?;
             if state.emitted.is_none() {
                 self.dirty.insert(Vec::new());
             }
@@ -247,7 +247,7 @@ mod tests {
         let mut got = pretty(&out);
         got.sort();
         assert_eq!(got, vec!["+ 1 2 30", "+ 2 1 5"]);
-        s.commit(1).unwrap();
+        s.commit(1);
         // retract the max of group 1, all of group 2
         out.clear();
         agg.process_chunk(0, StreamChunk::from_pretty("- 1 30\n- 2 5", &ty), &mut out)
@@ -257,7 +257,7 @@ mod tests {
         let mut got = pretty(&out);
         got.sort();
         assert_eq!(got, vec!["- 2 1 5", "U+ 1 1 10", "U- 1 2 30"]);
-        s.commit(2).unwrap();
+        s.commit(2);
         // a new executor over the same state (recovery) continues exactly
         let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
         let mut agg = HashAggExecutor::new(vec![0], calls, t, 0);

@@ -59,11 +59,12 @@ impl JoinSide {
     }
 
     /// Make sure the rows of `key` are cached.
-    fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
+    async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
         if !self.cache.contains_key(key) {
             let rows = self
                 .table
-                .scan_prefix(key)?
+                .scan_prefix(key)
+                .await?
                 .into_iter()
                 .map(|(_, v)| v)
                 .collect();
@@ -187,7 +188,7 @@ impl HashJoinExecutor {
             .count()
     }
 
-    fn apply(
+    async fn apply(
         &mut self,
         side: usize,
         op: Op,
@@ -206,8 +207,8 @@ impl HashJoinExecutor {
             }
             return Ok(());
         }
-        self.sides[side].load(&key)?;
-        self.sides[other].load(&key)?;
+        self.sides[side].load(&key).await?;
+        self.sides[other].load(&key).await?;
         let partners: Vec<Row> = self.sides[other]
             .rows(&key)
             .iter()
@@ -257,7 +258,7 @@ impl Executor for HashJoinExecutor {
         let side = input.min(1);
         let mut b = ChunkBuilder::new();
         for (op, row) in chunk.into_iter_rows() {
-            self.apply(side, op, row, &mut b, out)?;
+            self.apply(side, op, row, &mut b, out).await?;
         }
         b.finish(out);
         Ok(())

@@ -69,12 +69,14 @@ impl MaterializeExecutor {
         }
     }
 
-    fn current(&self, row: &Row) -> StreamResult<Option<Row>> {
+    async fn current(&self, row: &Row) -> StreamResult<Option<Row>> {
         let pk = self.pk_of(row);
         Ok(if self.dist_in_pk {
-            self.table.get(&pk)?
+            self.table.get(&pk).await?
         } else {
-            self.table.get_at(vnode_of(row, &self.dist_key), &pk)?
+            self.table
+                .get_at(vnode_of(row, &self.dist_key), &pk)
+                .await?
         })
     }
 }
@@ -108,7 +110,7 @@ impl Executor for MaterializeExecutor {
                 let old = if self.inserts_are_new && op == Op::Insert {
                     None
                 } else {
-                    self.current(&row)?
+                    self.current(&row).await?
                 };
                 match old {
                     Some(old) if old == row => {}
@@ -122,7 +124,7 @@ impl Executor for MaterializeExecutor {
                         result.push(Op::Insert, row);
                     }
                 }
-            } else if let Some(old) = self.current(&row)? {
+            } else if let Some(old) = self.current(&row).await? {
                 self.delete(&row);
                 result.push(Op::Delete, old);
             }

@@ -111,12 +111,12 @@ pub(crate) mod test_utils {
     use crate::storage::{MemoryStateStore, StateStore, StateTable};
     use crate::stream::message::{Barrier, Epoch};
 
-    pub fn store() -> Arc<dyn StateStore> {
+    pub fn store() -> Arc<MemoryStateStore> {
         Arc::new(MemoryStateStore::new())
     }
 
     pub fn table(
-        store: &Arc<dyn StateStore>,
+        store: &Arc<MemoryStateStore>,
         id: u32,
         pk_types: Vec<DataType>,
         dist_in_pk: Vec<usize>,
@@ -124,7 +124,7 @@ pub(crate) mod test_utils {
     ) -> StateTable {
         StateTable::new(
             id,
-            store.clone(),
+            store.clone() as Arc<dyn StateStore>,
             pk_types,
             vec![],
             dist_in_pk,

@@ -124,11 +124,11 @@ pub async fn wait_committed(rx: &mut watch::Receiver<u64>, epoch: u64) -> Stream
 
 impl Backfill {
     /// Load the positions of the owned vnodes from the committed progress.
-    fn load(&mut self, vnodes: &Bitmap) -> StreamResult<()> {
+    async fn load(&mut self, vnodes: &Bitmap) -> StreamResult<()> {
         if self.positions.is_none() {
             let mut positions = BTreeMap::new();
             for v in vnodes.iter() {
-                let pos = match self.progress_table.get_at(v, &[])? {
+                let pos = match self.progress_table.get_at(v, &[]).await? {
                     None => Position::Start,
                     Some(row) if matches!(row.first(), Some(Some(ScalarValue::Boolean(true)))) => {
                         Position::Done
@@ -194,8 +194,12 @@ impl Backfill {
     }
 
     /// Emit the next slice of the snapshot and record the new positions.
-    fn next_slice(&mut self, vnodes: &Bitmap, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
-        self.load(vnodes)?;
+    async fn next_slice(
+        &mut self,
+        vnodes: &Bitmap,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        self.load(vnodes).await?;
         let Some(positions) = self.positions.as_mut() else {
             return Ok(());
         };
@@ -212,7 +216,8 @@ impl Backfill {
             };
             let slice = self
                 .upstream
-                .scan_vnode_committed_after(vnode, after, budget)?;
+                .scan_vnode_committed_after(vnode, after, budget)
+                .await?;
             let finished = slice.len() < budget;
             budget -= slice.len();
             let saved = if finished {
@@ -255,7 +260,7 @@ impl Executor for StreamScanExecutor {
     ) -> StreamResult<()> {
         match &mut self.backfill {
             Some(b) if !b.done => {
-                b.load(&self.vnodes)?;
+                b.load(&self.vnodes).await?;
                 if !b.done {
                     let kept = b.filter(chunk);
                     if !kept.is_empty() {
@@ -294,7 +299,7 @@ impl Executor for StreamScanExecutor {
         }
         // The snapshot is the committed state as of this barrier.
         wait_committed(&mut self.committed, barrier.epoch.prev).await?;
-        b.next_slice(&self.vnodes, out)
+        b.next_slice(&self.vnodes, out).await
     }
 
     fn update_vnodes(&mut self, new: &Bitmap) {

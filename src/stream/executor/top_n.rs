@@ -72,12 +72,12 @@ impl TopNExecutor {
         self.pk.iter().map(|&i| row[i].clone()).collect()
     }
 
-    fn ensure_loaded(&mut self) -> StreamResult<()> {
+    async fn ensure_loaded(&mut self) -> StreamResult<()> {
         if self.loaded {
             return Ok(());
         }
         self.loaded = true;
-        for (_, row) in self.table.scan_vnode(0)? {
+        for (_, row) in self.table.scan_vnode(0).await? {
             self.add(row);
         }
         // What was emitted before a restart is exactly the top range of the
@@ -115,7 +115,7 @@ impl Executor for TopNExecutor {
         chunk: StreamChunk,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        self.ensure_loaded()?;
+        self.ensure_loaded().await?;
         for (op, row) in chunk.into_iter_rows() {
             let pk = self.pk_of(&row);
             if let Some(k) = self.index.remove(&pk) {
@@ -137,7 +137,7 @@ impl Executor for TopNExecutor {
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        self.ensure_loaded()?;
+        self.ensure_loaded().await?;
         if self.dirty {
             self.dirty = false;
             let new = self.top();

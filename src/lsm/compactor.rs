@@ -1,0 +1,252 @@
+//! Compaction: what to merge next ([`pick`]) and the merge itself ([`run`]).
+//!
+//! Leveled, as in RocksDB and Hummock, with one twist for our small epoch
+//! files:
+//! - Files that hold only dropped tables leave the version without a merge.
+//! - Once L0 has [`CompactionOptions::l0_trigger`] files, they are merged:
+//!   into L1 (with the L1 files they overlap) when L0 holds at least
+//!   `1 / level_ratio` of L1's bytes, otherwise among themselves into one
+//!   L0 file ("intra-L0"), which keeps reads bounded without rewriting all
+//!   of L1 for every few epochs of writes.
+//! - A level `i >= 1` over its target size (`base_level_bytes *
+//!   level_ratio^(i-1)`) pushes one file, chosen round robin by key, into
+//!   level `i + 1` with the files it overlaps there.
+//!
+//! Tombstones are dropped when nothing older than the output can hold the
+//! key: no file below the output level overlaps the merged range. Keys of
+//! dropped tables are dropped always.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::cache::SstStore;
+use super::sst::{compact, CompactOptions, SstOptions, SstReader};
+use super::store::{finish_meta, upload_new};
+use super::version::{table_of, Version};
+use crate::meta::catalog::TableId;
+use crate::storage::{SstInfo, StorageError, StorageResult};
+
+#[derive(Clone, Debug)]
+pub struct CompactionOptions {
+    pub l0_trigger: usize,
+    pub base_level_bytes: u64,
+    pub level_ratio: u64,
+    pub target_file_size: usize,
+    pub sst: SstOptions,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            l0_trigger: 4,
+            base_level_bytes: 64 << 20,
+            level_ratio: 10,
+            target_file_size: 16 << 20,
+            sst: SstOptions::default(),
+        }
+    }
+}
+
+/// One merge: its inputs and where the output goes.
+#[derive(Clone, Debug)]
+pub struct CompactionTask {
+    /// Input groups newest first; a group is one L0 file or a level's files
+    /// in key order.
+    pub inputs: Vec<Vec<Arc<SstInfo>>>,
+    pub output_level: u32,
+    pub drop_tombstones: bool,
+}
+
+impl CompactionTask {
+    pub fn input_ids(&self) -> Vec<u64> {
+        self.inputs.iter().flatten().map(|f| f.id).collect()
+    }
+
+    fn output_epoch(&self) -> u64 {
+        self.inputs
+            .iter()
+            .flatten()
+            .map(|f| f.epoch)
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub fn input_bytes(&self) -> u64 {
+        self.inputs.iter().flatten().map(|f| f.size).sum()
+    }
+}
+
+/// What compaction should do next, if anything.
+pub enum Pick {
+    /// Files holding only dropped tables: remove them.
+    Trivial(Vec<u64>),
+    Merge(CompactionTask),
+}
+
+fn only_dropped(f: &SstInfo, dropped: &BTreeSet<TableId>) -> bool {
+    match (table_of(&f.first_key), table_of(&f.last_key)) {
+        (Some(a), Some(b)) => a == b && dropped.contains(&a),
+        _ => false,
+    }
+}
+
+fn key_range(files: &[Arc<SstInfo>]) -> Option<(Bytes, Bytes)> {
+    let first = files.iter().map(|f| &f.first_key).min()?.clone();
+    let last = files.iter().map(|f| &f.last_key).max()?.clone();
+    Some((first, last))
+}
+
+fn overlapping(level: &[Arc<SstInfo>], first: &[u8], last: &[u8]) -> Vec<Arc<SstInfo>> {
+    level
+        .iter()
+        .filter(|f| f.first_key.as_ref() <= last && f.last_key.as_ref() >= first)
+        .cloned()
+        .collect()
+}
+
+/// Whether no level below `level` (1-based levels; 0 is L0) overlaps.
+fn nothing_below(version: &Version, level: u32, first: &[u8], last: &[u8]) -> bool {
+    version
+        .levels
+        .iter()
+        .skip(level as usize)
+        .all(|l| overlapping(l, first, last).is_empty())
+}
+
+/// The next compaction of `version`. `cursor[i]` is where level `i + 1`
+/// last pushed a file down (round robin).
+pub fn pick(
+    version: &Version,
+    options: &CompactionOptions,
+    cursor: &mut Vec<Bytes>,
+) -> Option<Pick> {
+    let dead: Vec<u64> = version
+        .files()
+        .filter(|f| only_dropped(f, &version.dropped_tables))
+        .map(|f| f.id)
+        .collect();
+    if !dead.is_empty() {
+        return Some(Pick::Trivial(dead));
+    }
+    if version.l0.len() >= options.l0_trigger {
+        let l0_bytes: u64 = version.l0.iter().map(|f| f.size).sum();
+        let l1: &[Arc<SstInfo>] = version.levels.first().map_or(&[], |l| l.as_slice());
+        let l1_bytes: u64 = l1.iter().map(|f| f.size).sum();
+        let (first, last) = key_range(&version.l0)?;
+        let mut inputs: Vec<Vec<Arc<SstInfo>>> =
+            version.l0.iter().map(|f| vec![f.clone()]).collect();
+        if l0_bytes.saturating_mul(options.level_ratio) >= l1_bytes
+            || version.l0.len() >= options.l0_trigger * 4
+        {
+            let under = overlapping(l1, &first, &last);
+            let (lo, hi) = match key_range(&under) {
+                Some((a, b)) => (a.min(first.clone()), b.max(last.clone())),
+                None => (first.clone(), last.clone()),
+            };
+            if !under.is_empty() {
+                inputs.push(under);
+            }
+            return Some(Pick::Merge(CompactionTask {
+                inputs,
+                output_level: 1,
+                drop_tombstones: nothing_below(version, 1, &lo, &hi),
+            }));
+        }
+        return Some(Pick::Merge(CompactionTask {
+            inputs,
+            output_level: 0,
+            drop_tombstones: false,
+        }));
+    }
+    let mut target = options.base_level_bytes;
+    for (i, level) in version.levels.iter().enumerate() {
+        let bytes: u64 = level.iter().map(|f| f.size).sum();
+        if bytes > target && !level.is_empty() {
+            if cursor.len() <= i {
+                cursor.resize(i + 1, Bytes::new());
+            }
+            let pos = level.partition_point(|f| f.first_key <= cursor[i]);
+            let file = level.get(pos).unwrap_or(&level[0]).clone();
+            cursor[i] = file.first_key.clone();
+            let next: &[Arc<SstInfo>] = version.levels.get(i + 1).map_or(&[], |l| l.as_slice());
+            let under = overlapping(next, &file.first_key, &file.last_key);
+            let (lo, hi) = match key_range(&under) {
+                Some((a, b)) => (a.min(file.first_key.clone()), b.max(file.last_key.clone())),
+                None => (file.first_key.clone(), file.last_key.clone()),
+            };
+            let output_level = i as u32 + 2;
+            let mut inputs = vec![vec![file]];
+            if !under.is_empty() {
+                inputs.push(under);
+            }
+            return Some(Pick::Merge(CompactionTask {
+                inputs,
+                output_level,
+                drop_tombstones: nothing_below(version, output_level, &lo, &hi),
+            }));
+        }
+        target = target.saturating_mul(options.level_ratio);
+    }
+    None
+}
+
+/// Runs `task`: reads its inputs, merges them, uploads the outputs.
+/// Returns the output files (not yet in any version).
+pub async fn run(
+    sst: &SstStore,
+    task: &CompactionTask,
+    options: &CompactionOptions,
+    dropped: BTreeSet<TableId>,
+) -> StorageResult<Vec<SstInfo>> {
+    let mut groups: Vec<Vec<Bytes>> = Vec::with_capacity(task.inputs.len());
+    for group in &task.inputs {
+        let mut files = Vec::with_capacity(group.len());
+        for f in group {
+            files.push(sst.objects().get_all(f.id).await?);
+        }
+        groups.push(files);
+    }
+    let compact_options = CompactOptions {
+        sst: options.sst.clone(),
+        target_file_size: options.target_file_size,
+        drop_tombstones: task.drop_tombstones,
+    };
+    let outputs = tokio::task::spawn_blocking(move || -> Result<Vec<_>, String> {
+        let mut sources = Vec::with_capacity(groups.len());
+        for group in groups {
+            let mut readers = Vec::with_capacity(group.len());
+            for data in group {
+                readers.push(SstReader::open(data).map_err(|e| e.to_string())?);
+            }
+            // A group's files are disjoint and in key order: one source.
+            let iter = readers
+                .into_iter()
+                .flat_map(|r| r.iter_range(Bound::Unbounded, Bound::Unbounded));
+            sources.push(iter);
+        }
+        let drop_key = |k: &[u8]| table_of(k).is_some_and(|t| dropped.contains(&t));
+        compact(sources, &compact_options, &drop_key).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| StorageError::Io(format!("compaction task failed: {e}")))?
+    .map_err(|e| StorageError::Io(format!("compaction failed: {e}")))?;
+    let epoch = task.output_epoch();
+    let mut infos = Vec::with_capacity(outputs.len());
+    for (data, meta) in outputs {
+        let mut info = finish_meta(meta);
+        info.level = task.output_level;
+        info.epoch = epoch;
+        info.id = upload_new(
+            sst.objects(),
+            &data,
+            "compactor",
+            std::time::Duration::from_secs(30),
+        )
+        .await?;
+        infos.push(info);
+    }
+    Ok(infos)
+}

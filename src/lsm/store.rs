@@ -1,0 +1,351 @@
+//! A compute process's state store on object storage.
+//!
+//! Actors' writes are staged in memory per epoch ([`StateStore::ingest`]).
+//! `sync(e)` seals every staged epoch `<= e` into one sorted file (cut in
+//! several past [`StoreOptions::max_file_size`]) and uploads it; the data
+//! stays readable from memory until meta installs the version that commits
+//! it, so a reader always finds a write in memory or in the files of the
+//! version it pinned — the swap happens under one lock.
+//!
+//! Uploads retry transient faults with backoff for as long as it takes:
+//! while the object store is away, the epoch does not commit (a FLUSH
+//! waits) and actors go on buffering the next epoch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use super::cache::SstStore;
+use super::read::{self, MergeScan};
+use super::sst::{SstBuilder, SstMeta, SstOptions};
+use super::version::Version;
+use crate::storage::{
+    KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore, StorageError, StorageResult,
+};
+
+/// Latest write of each key of one or more epochs (`None`: delete).
+type EpochWrites = BTreeMap<Bytes, Option<Bytes>>;
+
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    pub sst: SstOptions,
+    /// An epoch's writes are cut into files of about this size.
+    pub max_file_size: usize,
+    /// How long an upload retries an unreachable object store before the
+    /// sync (and so the barrier) fails.
+    pub retry_for: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            sst: SstOptions::default(),
+            max_file_size: 64 << 20,
+            retry_for: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Layers {
+    /// The newest committed version installed here.
+    version: Arc<Version>,
+    /// epoch → writes not synced yet.
+    staged: BTreeMap<u64, EpochWrites>,
+    /// Highest synced epoch → its writes (and those of the epochs synced
+    /// with it), uploaded but not committed yet.
+    synced: BTreeMap<u64, Arc<EpochWrites>>,
+}
+
+impl Layers {
+    /// In-memory layers newest first.
+    fn newest_first(&self) -> impl Iterator<Item = &EpochWrites> {
+        self.staged
+            .values()
+            .rev()
+            .chain(self.synced.values().rev().map(|w| &**w))
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        self.newest_first().find_map(|w| w.get(key).cloned())
+    }
+
+    fn range_layers(&self, range: &KeyRange) -> Vec<Vec<(Bytes, Option<Bytes>)>> {
+        let bounds = (
+            range.0.as_ref().map(|v| v.as_slice()),
+            range.1.as_ref().map(|v| v.as_slice()),
+        );
+        self.newest_first()
+            .map(|w| {
+                w.range::<[u8], _>(bounds)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+pub struct LsmStateStore {
+    sst: Arc<SstStore>,
+    layers: RwLock<Layers>,
+    options: StoreOptions,
+    /// Which compute process wrote a file (part of nothing but logs).
+    name: String,
+}
+
+impl LsmStateStore {
+    pub fn new(
+        sst: Arc<SstStore>,
+        version: Arc<Version>,
+        options: StoreOptions,
+        name: &str,
+    ) -> LsmStateStore {
+        LsmStateStore {
+            sst,
+            layers: RwLock::new(Layers {
+                version,
+                ..Default::default()
+            }),
+            options,
+            name: name.to_string(),
+        }
+    }
+
+    /// Installs a newly committed version: its epochs leave memory in the
+    /// same step, so no read misses them.
+    pub fn install_version(&self, version: Arc<Version>) {
+        let mut layers = self.layers.write();
+        if version.id <= layers.version.id {
+            return;
+        }
+        let committed = version.committed_epoch;
+        layers.synced.retain(|&e, _| e > committed);
+        layers.staged.retain(|&e, _| e > committed);
+        layers.version = version;
+    }
+
+    pub fn version(&self) -> Arc<Version> {
+        self.layers.read().version.clone()
+    }
+
+    fn range_is_empty(range: &KeyRange) -> bool {
+        crate::storage::range_is_empty(range)
+    }
+
+    /// Builds the files of `writes` (sorted) and uploads them.
+    async fn upload(&self, epoch: u64, writes: Arc<EpochWrites>) -> StorageResult<Vec<SstInfo>> {
+        let options = self.options.clone();
+        let built = tokio::task::spawn_blocking(move || build_files(&writes, &options))
+            .await
+            .map_err(|e| StorageError::Io(format!("building state files failed: {e}")))?;
+        let mut infos = Vec::with_capacity(built.len());
+        for (data, mut info) in built {
+            info.epoch = epoch;
+            info.level = 0;
+            info.id = upload_new(
+                self.sst.objects(),
+                &data,
+                &self.name,
+                self.options.retry_for,
+            )
+            .await?;
+            self.sst.warm(&info, &data);
+            infos.push(info);
+        }
+        Ok(infos)
+    }
+}
+
+/// Uploads `data` under a fresh random id with a conditional put, retrying
+/// transient faults with backoff for `retry_for`. Returns the id.
+pub async fn upload_new(
+    objects: &super::object::ObjectStorage,
+    data: &Bytes,
+    who: &str,
+    retry_for: Duration,
+) -> StorageResult<u64> {
+    let mut delay = Duration::from_millis(50);
+    let mut attempts = 0u32;
+    let started = std::time::Instant::now();
+    loop {
+        let id = rand::random::<u64>() >> 1;
+        match objects.put_new(id, data.clone()).await {
+            Ok(true) => return Ok(id),
+            // Somebody has that name: pick another.
+            Ok(false) => continue,
+            Err(e) if started.elapsed() >= retry_for => {
+                tracing::error!(%who, attempts, error = %e, "state file upload failed; giving up");
+                return Err(e);
+            }
+            Err(e) => {
+                attempts += 1;
+                if attempts == 1 || attempts.is_multiple_of(10) {
+                    tracing::warn!(%who, attempts, error = %e, "state file upload failed; retrying");
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+/// Cuts sorted writes into files.
+pub fn build_files(writes: &EpochWrites, options: &StoreOptions) -> Vec<(Bytes, SstInfo)> {
+    let mut out = Vec::new();
+    let mut builder = SstBuilder::new(options.sst.clone());
+    for (k, v) in writes {
+        builder.add(k, v.as_deref());
+        if builder.estimated_size() >= options.max_file_size {
+            let full = std::mem::replace(&mut builder, SstBuilder::new(options.sst.clone()));
+            out.push(finish(full));
+        }
+    }
+    if !builder.is_empty() {
+        out.push(finish(builder));
+    }
+    out
+}
+
+/// A finished file and its description (id, level and epoch to fill in).
+pub fn finish(builder: SstBuilder) -> (Bytes, SstInfo) {
+    let (data, meta) = builder.finish();
+    (data, finish_meta(meta))
+}
+
+/// The description of a built file (id, level and epoch to fill in).
+pub fn finish_meta(meta: SstMeta) -> SstInfo {
+    SstInfo {
+        id: 0,
+        level: 0,
+        epoch: 0,
+        size: meta.size,
+        meta_offset: meta.meta_offset,
+        first_key: meta.first_key,
+        last_key: meta.last_key,
+        key_count: meta.key_count,
+        tombstones: meta.tombstone_count,
+    }
+}
+
+/// A pinned committed version.
+pub struct LsmSnapshot {
+    sst: Arc<SstStore>,
+    version: Arc<Version>,
+}
+
+impl LsmSnapshot {
+    pub fn new(sst: Arc<SstStore>, version: Arc<Version>) -> LsmSnapshot {
+        LsmSnapshot { sst, version }
+    }
+}
+
+#[async_trait]
+impl ReadSnapshot for LsmSnapshot {
+    fn epoch(&self) -> u64 {
+        self.version.committed_epoch
+    }
+
+    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        MergeScan::new(self.version.clone(), Vec::new(), &range)
+            .collect(&self.sst, &range, usize::MAX)
+            .await
+    }
+}
+
+#[async_trait]
+impl StateStore for LsmStateStore {
+    fn ingest(&self, epoch: u64, writes: Vec<KeyedWrite>) -> StorageResult<()> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.layers
+            .write()
+            .staged
+            .entry(epoch)
+            .or_default()
+            .extend(writes);
+        Ok(())
+    }
+
+    async fn sync(&self, epoch: u64) -> StorageResult<Vec<SstInfo>> {
+        // Move the epochs to `synced` first: they stay readable while they
+        // upload, and later epochs keep staging meanwhile.
+        let writes = {
+            let mut layers = self.layers.write();
+            let later = layers.staged.split_off(&(epoch.saturating_add(1)));
+            let ready = std::mem::replace(&mut layers.staged, later);
+            if ready.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut epochs = ready.into_values();
+            let mut merged = epochs.next().unwrap_or_default();
+            for later in epochs {
+                merged.extend(later);
+            }
+            let merged = Arc::new(merged);
+            layers.synced.insert(epoch, merged.clone());
+            merged
+        };
+        self.upload(epoch, writes).await
+    }
+
+    fn abort_uncommitted(&self) {
+        let mut layers = self.layers.write();
+        layers.staged.clear();
+        layers.synced.clear();
+    }
+
+    fn committed_epoch(&self) -> u64 {
+        self.layers.read().version.committed_epoch
+    }
+
+    async fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>> {
+        let version = {
+            let layers = self.layers.read();
+            if uncommitted {
+                if let Some(v) = layers.get(key) {
+                    return Ok(v.filter(|_| !layers.version.is_dropped(key)));
+                }
+            }
+            layers.version.clone()
+        };
+        read::get(&self.sst, &version, key).await
+    }
+
+    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        if Self::range_is_empty(&range) {
+            return Ok(Vec::new());
+        }
+        let (version, layers) = {
+            let layers = self.layers.read();
+            let mem = if uncommitted {
+                layers.range_layers(&range)
+            } else {
+                Vec::new()
+            };
+            (layers.version.clone(), mem)
+        };
+        MergeScan::new(version, layers, &range)
+            .collect(&self.sst, &range, usize::MAX)
+            .await
+    }
+
+    async fn scan_committed_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        let version = self.version();
+        MergeScan::new(version, Vec::new(), &range)
+            .collect(&self.sst, &range, limit)
+            .await
+    }
+
+    fn snapshot(&self) -> Arc<dyn ReadSnapshot> {
+        Arc::new(LsmSnapshot::new(self.sst.clone(), self.version()))
+    }
+}
