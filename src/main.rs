@@ -45,6 +45,13 @@ struct PlaygroundArgs {
     /// Default: `<data-dir>/meta.db`.
     #[arg(long)]
     meta_store: Option<String>,
+    /// How long a state file no version references is kept before the
+    /// garbage collector deletes it.
+    #[arg(long, default_value_t = 60_000)]
+    gc_grace_ms: u64,
+    /// How often the garbage collector runs.
+    #[arg(long, default_value_t = 30_000)]
+    gc_interval_ms: u64,
     /// Number of in-process compute nodes.
     #[arg(long, default_value_t = 2)]
     compute_nodes: u32,
@@ -65,6 +72,8 @@ impl Default for PlaygroundArgs {
             data_dir: PathBuf::from("./ebbflow-data"),
             state_store: None,
             meta_store: None,
+            gc_grace_ms: 60_000,
+            gc_interval_ms: 30_000,
             compute_nodes: 2,
             parallel_units: 2,
             barrier_interval_ms: 250,
@@ -97,6 +106,8 @@ async fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir,
         state_store: args.state_store,
         meta_store: args.meta_store,
+        gc_grace: std::time::Duration::from_millis(args.gc_grace_ms),
+        gc_interval: std::time::Duration::from_millis(args.gc_interval_ms.max(10)),
         compute_nodes: args.compute_nodes,
         parallel_units: args.parallel_units,
         barrier_interval_ms: args.barrier_interval_ms,

@@ -25,6 +25,10 @@ pub struct ServerConfig {
     /// Where meta commits (`sqlite://path`, `postgres://…`); default
     /// `sqlite://<data_dir>/meta.db`.
     pub meta_store: Option<String>,
+    /// How long an unreferenced state file is kept before it is deleted,
+    /// and how often the collector runs.
+    pub gc_grace: Duration,
+    pub gc_interval: Duration,
     pub compute_nodes: u32,
     pub parallel_units: u32,
     pub barrier_interval_ms: u64,
@@ -49,7 +53,12 @@ impl ServerHandle {
 
 /// Start everything; returns once the listener is bound.
 pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
-    let (store, versions) = open_state(&config, VersionOptions::default()).await?;
+    let options = VersionOptions {
+        gc_grace: config.gc_grace,
+        gc_interval: config.gc_interval,
+        ..Default::default()
+    };
+    let (store, versions) = open_state(&config, options).await?;
     let meta = Meta::start_with_store(
         MetaConfig {
             compute_nodes: config.compute_nodes.max(1),

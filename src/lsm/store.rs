@@ -249,6 +249,11 @@ impl ReadSnapshot for LsmSnapshot {
         self.version.committed_epoch
     }
 
+    fn files(&self) -> (u64, Vec<SstInfo>) {
+        let files = self.version.files().map(|f| (**f).clone()).collect();
+        (self.version.id, files)
+    }
+
     async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
         MergeScan::new(self.version.clone(), Vec::new(), &range)
             .collect(&self.sst, &range, usize::MAX)
@@ -290,7 +295,9 @@ impl StateStore for LsmStateStore {
             layers.synced.insert(epoch, merged.clone());
             merged
         };
-        self.upload(epoch, writes).await
+        let files = self.upload(epoch, writes).await?;
+        super::fault::crash_point(super::fault::CrashPoint::AfterUpload);
+        Ok(files)
     }
 
     fn abort_uncommitted(&self) {

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind};
 use super::service::MetaState;
 use crate::common::{DataType, Datum, Row, ScalarValue};
+use crate::storage::SstInfo;
 
 type Col = (&'static str, DataType);
 
 const I: DataType = DataType::Int32;
 const V: DataType = DataType::Varchar;
+const B: DataType = DataType::Int64;
 
 /// `(id, name, columns)` of every system relation.
 pub const SYSTEM_RELATIONS: &[(u32, &str, &[Col])] = &[
@@ -75,7 +77,85 @@ pub const SYSTEM_RELATIONS: &[(u32, &str, &[Col])] = &[
             ("vnodes_moved_across_workers", I),
         ],
     ),
+    (
+        10,
+        "rw_hummock_version",
+        &[
+            ("version_id", B),
+            ("committed_epoch", B),
+            ("level", I),
+            ("file_count", I),
+            ("total_bytes", B),
+            ("key_count", B),
+            ("tombstone_count", B),
+        ],
+    ),
+    (
+        11,
+        "rw_state_files",
+        &[
+            ("id", V),
+            ("level", I),
+            ("epoch", B),
+            ("size", B),
+            ("key_count", B),
+            ("tombstone_count", B),
+            ("first_table_id", I),
+            ("last_table_id", I),
+        ],
+    ),
 ];
+
+/// System relations computed from the committed version of the state
+/// store rather than from meta's catalog.
+pub fn is_state_relation(name: &str) -> bool {
+    matches!(name, "rw_hummock_version" | "rw_state_files")
+}
+
+fn bigint(v: u64) -> Datum {
+    i64::try_from(v).ok().map(ScalarValue::Int64)
+}
+
+/// Rows of `rw_hummock_version` (one per level, L0 first, levels without
+/// files included up to the deepest one) and `rw_state_files`.
+pub fn state_rows(name: &str, version_id: u64, epoch: u64, files: &[SstInfo]) -> Vec<Row> {
+    let table = |k: &[u8]| crate::lsm::version::table_of(k).and_then(int);
+    match name {
+        "rw_hummock_version" => {
+            let depth = files.iter().map(|f| f.level).max().unwrap_or(0);
+            (0..=depth)
+                .map(|level| {
+                    let at: Vec<&SstInfo> = files.iter().filter(|f| f.level == level).collect();
+                    vec![
+                        bigint(version_id),
+                        bigint(epoch),
+                        int(level),
+                        int(at.len()),
+                        bigint(at.iter().map(|f| f.size).sum()),
+                        bigint(at.iter().map(|f| f.key_count).sum()),
+                        bigint(at.iter().map(|f| f.tombstones).sum()),
+                    ]
+                })
+                .collect()
+        }
+        "rw_state_files" => files
+            .iter()
+            .map(|f| {
+                vec![
+                    text(format!("{:016x}", f.id)),
+                    int(f.level),
+                    bigint(f.epoch),
+                    bigint(f.size),
+                    bigint(f.key_count),
+                    bigint(f.tombstones),
+                    table(&f.first_key),
+                    table(&f.last_key),
+                ]
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
 
 /// The descriptor of a system relation by name.
 pub fn system_relation(name: &str) -> Option<Arc<RelationDesc>> {

@@ -77,10 +77,12 @@ pub struct VersionManager {
     /// Serializes version commits (epochs and compactions).
     commit_lock: tokio::sync::Mutex<()>,
     options: VersionOptions,
-    /// When a version last committed: the collector keeps every file
-    /// written less than the grace period before it (an upload of an
-    /// epoch that has not committed yet, while the meta store is away).
-    last_commit: Mutex<Instant>,
+    /// When an epoch last committed. Each epoch's files are uploaded after
+    /// the previous epoch committed, so the collector keeps every file
+    /// written less than the grace period before it: the upload of an
+    /// epoch that has not committed yet (while the meta store is away, for
+    /// as long as it is).
+    last_epoch_commit: Mutex<Instant>,
     /// A compaction is writing outputs that no version references yet.
     compacting: AtomicBool,
     /// When each file left the version.
@@ -125,7 +127,7 @@ impl VersionManager {
             stores: Mutex::new(Vec::new()),
             commit_lock: tokio::sync::Mutex::new(()),
             options,
-            last_commit: Mutex::new(Instant::now()),
+            last_epoch_commit: Mutex::new(Instant::now()),
             compacting: AtomicBool::new(false),
             removed_at: Mutex::new(HashMap::new()),
             wake_compactor: tokio::sync::Notify::new(),
@@ -261,7 +263,6 @@ impl VersionManager {
             );
         }
         *self.current.write() = next.clone();
-        *self.last_commit.lock() = Instant::now();
         if !delta.remove.is_empty() {
             let now = Instant::now();
             let mut removed = self.removed_at.lock();
@@ -340,7 +341,10 @@ impl VersionManager {
                 )
                 .await;
                 let outputs = match result {
-                    Ok(o) => o,
+                    Ok(o) => {
+                        crate::lsm::fault::crash_point(crate::lsm::fault::CrashPoint::InCompaction);
+                        o
+                    }
                     Err(e) => {
                         self.compacting.store(false, Ordering::SeqCst);
                         return Err(e);
@@ -387,7 +391,7 @@ impl VersionManager {
         // Files written after this are kept: an epoch or compaction that
         // wrote them may still commit.
         let horizon = {
-            let last = *self.last_commit.lock();
+            let last = *self.last_epoch_commit.lock();
             let age = last.elapsed() + grace;
             chrono::Utc::now() - chrono::Duration::from_std(age).unwrap_or_default()
         };
@@ -449,6 +453,7 @@ impl EpochCommitter for VersionManager {
             .await
         {
             Ok(_) => {
+                *self.last_epoch_commit.lock() = Instant::now();
                 if catalog.is_some() {
                     *self.catalog.lock() = catalog;
                 }

@@ -127,6 +127,10 @@ pub trait StateStore: Send + Sync + 'static {
 #[async_trait]
 pub trait ReadSnapshot: Send + Sync {
     fn epoch(&self) -> u64;
+    /// The version's id and files (none for a store without files).
+    fn files(&self) -> (u64, Vec<SstInfo>) {
+        (0, Vec::new())
+    }
     async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>>;
 }
 

@@ -165,6 +165,8 @@ pub struct ServerOptions {
     pub meta_store: Option<String>,
     /// Extra environment of the server (e.g. [`seaweed::SeaweedFs::env`]).
     pub env: Vec<(String, String)>,
+    /// Extra `playground` arguments (e.g. `--gc-grace-ms 0`).
+    pub args: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -181,6 +183,7 @@ impl Default for ServerOptions {
             state_store: None,
             meta_store: None,
             env: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -248,6 +251,7 @@ impl EbbflowServer {
         if let Some(url) = &opts.meta_store {
             cmd.arg("--meta-store").arg(url);
         }
+        cmd.args(&opts.args);
         let mut child = cmd
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))

@@ -123,6 +123,16 @@ impl<'a> MetaScan<'a> {
 impl ScanSource for MetaScan<'_> {
     fn scan(&self, relation: &RelationDesc) -> Result<Vec<Row>, BatchError> {
         if relation.kind == RelationKind::System {
+            if crate::meta::system::is_state_relation(&relation.name) {
+                let snapshot = self.meta.store.snapshot();
+                let (version, files) = snapshot.files();
+                return Ok(crate::meta::system::state_rows(
+                    &relation.name,
+                    version,
+                    snapshot.epoch(),
+                    &files,
+                ));
+            }
             return Ok(self.meta.with_state(|st| system_rows(st, &relation.name)));
         }
         let mut rows = self.rows.lock();

@@ -120,7 +120,10 @@ impl LocalSession {
     /// <fragment id>` fails the next chunk an actor of that fragment
     /// processes, and the cluster recovers from the last committed epoch;
     /// `debug_kill_worker = <id>` stops a compute node abruptly and
-    /// `debug_panic_worker = <id>` makes every task of it panic.
+    /// `debug_panic_worker = <id>` makes every task of it panic;
+    /// `debug_crash_at = upload | compaction` ends the process right after
+    /// the next epoch's (or compaction's) files are uploaded, before the
+    /// version referencing them commits.
     pub(super) fn alter_system_set(&self, name: &str, value: &str) -> FResult<()> {
         match name.to_ascii_lowercase().as_str() {
             "debug_inject_actor_failure" => {
@@ -146,6 +149,20 @@ impl LocalSession {
             "adaptive_scaling_interval_ms" => {
                 let ms = int_param(name, value, 10..=86_400_000)?;
                 self.meta.set_adaptive_scaling(None, Some(ms));
+                Ok(())
+            }
+            "debug_crash_at" => {
+                let point =
+                    crate::lsm::fault::CrashPoint::parse(value.trim()).ok_or_else(|| {
+                        FrontendError::new(
+                            "22023",
+                            format!(
+                                "invalid value for parameter \"debug_crash_at\": \"{value}\" \
+                             (upload, compaction or off)"
+                            ),
+                        )
+                    })?;
+                crate::lsm::fault::set_crash_point(point);
                 Ok(())
             }
             "debug_kill_worker" | "debug_panic_worker" => {
