@@ -25,16 +25,20 @@
 //!   compute nodes: actors = merge → executors → dispatchers (by vnode)
 //!                     │ state writes per epoch
 //!                     ▼
-//!                  state store (shared; key = table | vnode | pk)
+//!   state store: one sorted file per epoch on an object store (lsm),
+//!   key = table | vnode | pk; meta commits each epoch's version (its
+//!   files) with the catalog in a SQL meta store
 //! ```
 //!
 //! # Life of a barrier
 //!
 //! Every `barrier_interval_ms`, meta injects a barrier into every source
 //! actor. It flows down the graph behind the data; each actor aligns it over
-//! its inputs, commits its state for the epoch it closes, forwards it and
-//! reports it. When every actor has reported, meta commits the epoch in the
-//! store atomically, and batch reads see it. The protocol is written down in
+//! its inputs, hands its state writes for the epoch it closes to the store,
+//! forwards it and reports it. When every actor has reported, the store
+//! uploads the epoch's writes as a file and meta commits the epoch — the
+//! new version of the store, with the catalog — in one meta-store
+//! transaction; then batch reads see it. The protocol is written down in
 //! [`stream::message`].
 //!
 //! # Life of a scale

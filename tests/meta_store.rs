@@ -11,8 +11,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ebbflow::meta::store::{FileRow, Loaded, MetaStore, MetaStoreError, VersionUpdate};
@@ -100,7 +98,7 @@ async fn fresh_db(pg: &common::Postgres, db: &str) -> String {
     pg.create_database(db)
         .await
         .unwrap_or_else(|e| panic!("create database {db}: {e}"));
-    format!("postgres://postgres@127.0.0.1:{}/{db}", pg.port)
+    pg.db_url(db)
 }
 
 async fn connect(url: &str) -> MetaStore {
@@ -436,133 +434,13 @@ async fn connect_errors(pg: &common::Postgres) {
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }
 
-/// A PostgreSQL 15 server that can be stopped and started again on the same
-/// port (`common::Postgres` stops for good).
-struct RestartablePostgres {
-    dir: common::TempDir,
-    port: u16,
-    running: bool,
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-/// A PostgreSQL tool, run as `postgres` when we are root.
-fn pg_tool(tool: &str) -> Command {
-    let path = common::pg_bin_dir().join(tool);
-    if is_root() {
-        let mut c = Command::new("runuser");
-        c.arg("-u").arg("postgres").arg("--").arg(path);
-        c
-    } else {
-        Command::new(path)
-    }
-}
-
-fn run_tool(mut c: Command, what: &str) -> Result<(), String> {
-    let out = c.output().map_err(|e| format!("{what}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
-
-impl RestartablePostgres {
-    fn init() -> Result<RestartablePostgres, String> {
-        if !common::postgres_available() {
-            return Err(format!(
-                "PostgreSQL 15 is not installed in {}",
-                common::pg_bin_dir().display()
-            ));
-        }
-        let dir = common::TempDir::new("ebbflow-meta-pg").map_err(|e| format!("temp dir: {e}"))?;
-        if is_root() {
-            let mut chown = Command::new("chown");
-            chown.arg("-R").arg("postgres:postgres").arg(dir.path());
-            run_tool(chown, "chown")?;
-        }
-        let mut initdb = pg_tool("initdb");
-        initdb
-            .arg("-D")
-            .arg(dir.path().join("data"))
-            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
-            .arg("--locale=C");
-        run_tool(initdb, "initdb")?;
-        let mut pg = RestartablePostgres {
-            dir,
-            port: common::free_port(),
-            running: false,
-        };
-        pg.start()?;
-        Ok(pg)
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn start(&mut self) -> Result<(), String> {
-        let mut c = pg_tool("pg_ctl");
-        c.arg("-D")
-            .arg(self.data())
-            .args(["-w", "-t", "60", "-l"])
-            .arg(self.dir.path().join("log"))
-            .arg("-o")
-            .arg(format!(
-                "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off",
-                self.port,
-                self.dir.path().display()
-            ))
-            .arg("start");
-        run_tool(c, "pg_ctl start").map_err(|e| {
-            let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
-            format!("{e}\n{log}")
-        })?;
-        self.running = true;
-        Ok(())
-    }
-
-    /// `mode` is `fast` (clean shutdown) or `immediate` (like a crash).
-    fn stop(&mut self, mode: &str) {
-        if self.running {
-            self.running = false;
-            let _ = pg_tool("pg_ctl")
-                .arg("-D")
-                .arg(self.data())
-                .args(["-m", mode, "-w", "stop"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-impl Drop for RestartablePostgres {
-    fn drop(&mut self) {
-        self.stop("immediate");
-    }
-}
-
 /// Commits while the server is down fail with `Io` within a bound; once the
 /// server is back the same `MetaStore` commits again (the pool reconnects),
 /// and retrying the failed update succeeds.
 #[test]
 fn meta_store_survives_postgres_restarts() {
-    let mut pg = match RestartablePostgres::init() {
+    // Durable: stopped abruptly, it must keep every commit it acknowledged.
+    let mut pg = match common::Postgres::start_durable() {
         Ok(pg) => pg,
         Err(e) if in_ci() => panic!("CI=true but PostgreSQL 15 cannot be started: {e}"),
         Err(e) => {
@@ -583,7 +461,7 @@ fn meta_store_survives_postgres_restarts() {
             version += 1;
             live.push(added[0].object_id.clone());
 
-            pg.stop(mode);
+            pg.stop_with(mode);
             let added = [file(&format!("down{round}"), 0, round)];
             let down = update(version, version + 1, 10 * (round + 1) + 5, &added, &[]);
             let t = Instant::now();
@@ -601,7 +479,7 @@ fn meta_store_survives_postgres_restarts() {
                 Err(_) => panic!("load hung for {HANG:?} while the server was down"),
             }
 
-            pg.start().expect("restart postgres");
+            pg.restart().expect("restart postgres");
             // Retrying the failed update once the server is back succeeds.
             store.commit(&down).await.expect("retry after restart");
             version += 1;
@@ -617,8 +495,8 @@ fn meta_store_survives_postgres_restarts() {
 
         // A restart between two commits is invisible: idle connections are
         // checked before use and replaced.
-        pg.stop("fast");
-        pg.start().expect("restart postgres");
+        pg.stop_with("fast");
+        pg.restart().expect("restart postgres");
         store
             .commit(&update(version, version + 1, 100, &[], &[]))
             .await

@@ -3,11 +3,17 @@
 //! Leveled, as in RocksDB and Hummock, with one twist for our small epoch
 //! files:
 //! - Files that hold only dropped tables leave the version without a merge.
-//! - Once L0 has [`CompactionOptions::l0_trigger`] files, they are merged:
-//!   into L1 (with the L1 files they overlap) when L0 holds at least
-//!   `1 / level_ratio` of L1's bytes, otherwise among themselves into one
-//!   L0 file ("intra-L0"), which keeps reads bounded without rewriting all
-//!   of L1 for every few epochs of writes.
+//! - L0 is size-tiered: the newest files, as long as each is no larger
+//!   than all newer ones together, form a run; a run of
+//!   [`CompactionOptions::l0_trigger`] files is merged into one L0 file
+//!   ("intra-L0"). Each byte is so rewritten about log2(L0 / epoch file)
+//!   times within L0, instead of once per few epochs — our epoch files are
+//!   small, and merging every few of them into L1 would rewrite all of L1
+//!   each time.
+//! - L0 goes to L1 (with the L1 files it overlaps) once it holds
+//!   `1 / level_ratio` of L1's bytes, or has `4 * l0_trigger` files.
+//! - Files hold one table each, so an L0 file of an append-only table
+//!   overlaps only the end of that table in L1.
 //! - A level `i >= 1` over its target size (`base_level_bytes *
 //!   level_ratio^(i-1)`) pushes one file, chosen round robin by key, into
 //!   level `i + 1` with the files it overlaps there.
@@ -16,7 +22,7 @@
 //! key: no file below the output level overlaps the merged range. Keys of
 //! dropped tables are dropped always.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -131,35 +137,65 @@ pub fn pick(
     if !dead.is_empty() {
         return Some(Pick::Trivial(dead));
     }
-    if version.l0.len() >= options.l0_trigger {
+    let subs = version.l0_sublevels();
+    if subs.len() >= options.l0_trigger {
+        let size = |s: &[Arc<SstInfo>]| s.iter().map(|f| f.size).sum::<u64>();
+        // The newest run of similar sizes (see the module doc).
+        let mut run = 1;
+        let mut newer: u64 = size(subs[0]);
+        while run < subs.len() && size(subs[run]) <= newer {
+            newer += size(subs[run]);
+            run += 1;
+        }
         let l0_bytes: u64 = version.l0.iter().map(|f| f.size).sum();
         let l1: &[Arc<SstInfo>] = version.levels.first().map_or(&[], |l| l.as_slice());
         let l1_bytes: u64 = l1.iter().map(|f| f.size).sum();
-        let (first, last) = key_range(&version.l0)?;
-        let mut inputs: Vec<Vec<Arc<SstInfo>>> =
-            version.l0.iter().map(|f| vec![f.clone()]).collect();
+        let mut inputs: Vec<Vec<Arc<SstInfo>>> = subs.iter().map(|s| s.to_vec()).collect();
         if l0_bytes.saturating_mul(options.level_ratio) >= l1_bytes
-            || version.l0.len() >= options.l0_trigger * 4
+            || subs.len() >= options.l0_trigger * 4
         {
-            let under = overlapping(l1, &first, &last);
-            let (lo, hi) = match key_range(&under) {
-                Some((a, b)) => (a.min(first.clone()), b.max(last.clone())),
-                None => (first.clone(), last.clone()),
-            };
+            // Per table, the L1 files overlapping the span of that table's
+            // L0 files (outputs hold one table each, so a table's outputs
+            // stay within that span widened to these files, where no
+            // other L1 file lies).
+            let mut spans: BTreeMap<Option<TableId>, (Bytes, Bytes)> = BTreeMap::new();
+            for f in &version.l0 {
+                let span = spans
+                    .entry(table_of(&f.first_key))
+                    .or_insert_with(|| (f.first_key.clone(), f.last_key.clone()));
+                span.0 = span.0.clone().min(f.first_key.clone());
+                span.1 = span.1.clone().max(f.last_key.clone());
+            }
+            let mut under: Vec<Arc<SstInfo>> = Vec::new();
+            let mut drop_tombstones = true;
+            for (first, last) in spans.values() {
+                let here = overlapping(l1, first, last);
+                let (lo, hi) = match key_range(&here) {
+                    Some((a, b)) => (a.min(first.clone()), b.max(last.clone())),
+                    None => (first.clone(), last.clone()),
+                };
+                drop_tombstones &= nothing_below(version, 1, &lo, &hi);
+                under.extend(here);
+            }
+            under.sort_by(|a, b| a.first_key.cmp(&b.first_key));
+            under.dedup_by_key(|f| f.id);
             if !under.is_empty() {
                 inputs.push(under);
             }
             return Some(Pick::Merge(CompactionTask {
                 inputs,
                 output_level: 1,
-                drop_tombstones: nothing_below(version, 1, &lo, &hi),
+                drop_tombstones,
             }));
         }
-        return Some(Pick::Merge(CompactionTask {
-            inputs,
-            output_level: 0,
-            drop_tombstones: false,
-        }));
+        if run >= options.l0_trigger {
+            inputs.truncate(run);
+            return Some(Pick::Merge(CompactionTask {
+                inputs,
+                output_level: 0,
+                drop_tombstones: false,
+            }));
+        }
     }
     let mut target = options.base_level_bytes;
     for (i, level) in version.levels.iter().enumerate() {
@@ -213,6 +249,7 @@ pub async fn run(
         sst: options.sst.clone(),
         target_file_size: options.target_file_size,
         drop_tombstones: task.drop_tombstones,
+        split_prefix_len: 4,
     };
     let outputs = tokio::task::spawn_blocking(move || -> Result<Vec<_>, String> {
         let mut sources = Vec::with_capacity(groups.len());

@@ -198,6 +198,14 @@ pub fn build_files(writes: &EpochWrites, options: &StoreOptions) -> Vec<(Bytes, 
     let mut out = Vec::new();
     let mut builder = SstBuilder::new(options.sst.clone());
     for (k, v) in writes {
+        // One table per file: a file overlaps only the files of its table.
+        if builder
+            .last_key()
+            .is_some_and(|last| last.get(..4) != k.get(..4))
+        {
+            let full = std::mem::replace(&mut builder, SstBuilder::new(options.sst.clone()));
+            out.push(finish(full));
+        }
         builder.add(k, v.as_deref());
         if builder.estimated_size() >= options.max_file_size {
             let full = std::mem::replace(&mut builder, SstBuilder::new(options.sst.clone()));

@@ -199,7 +199,7 @@ async fn compaction_matches_a_model_under_writes_deletes_and_crashes() {
     assert!(compactions > 10, "compaction ran {compactions} times");
     let version = o.versions.current();
     assert!(
-        version.l0.len() < 3,
+        version.l0_sublevels().len() < 3,
         "L0 is bounded after compaction: {:?}",
         version.level_stats()
     );

@@ -7,8 +7,9 @@
 //! epoch never changes what a running read sees.
 //!
 //! Shape (an LSM tree):
-//! - **L0**: one or a few files per epoch, newest first. They overlap; for
-//!   a key the newest file holding it wins.
+//! - **L0**: sub-levels, newest first: the files of one epoch (or of one
+//!   merge of whole sub-levels) are disjoint, one table each. Sub-levels
+//!   overlap; for a key the newest sub-level holding it wins.
 //! - **L1..Ln**: sorted runs written by compaction, each a list of files
 //!   with disjoint key ranges in key order. Every file of level `i` is
 //!   newer than every file of level `i + 1` and older than every L0 file:
@@ -28,7 +29,8 @@ pub struct Version {
     /// Increases by one with each committed change.
     pub id: u64,
     pub committed_epoch: u64,
-    /// Epoch files, newest first.
+    /// Epoch files, newest epoch first; within an epoch (a sub-level) in
+    /// key order, disjoint.
     pub l0: Vec<Arc<SstInfo>>,
     /// `levels[i]` is level `i + 1`: disjoint files in key order.
     pub levels: Vec<Vec<Arc<SstInfo>>>,
@@ -83,8 +85,11 @@ impl Version {
                 }
             }
         }
-        self.l0
-            .sort_by(|a, b| b.epoch.cmp(&a.epoch).then(b.id.cmp(&a.id)));
+        self.l0.sort_by(|a, b| {
+            b.epoch
+                .cmp(&a.epoch)
+                .then_with(|| a.first_key.cmp(&b.first_key))
+        });
         for level in &mut self.levels {
             level.sort_by(|a, b| a.first_key.cmp(&b.first_key));
         }
@@ -114,6 +119,11 @@ impl Version {
         v
     }
 
+    /// L0's sub-levels, newest first: runs of files of one epoch.
+    pub fn l0_sublevels(&self) -> Vec<&[Arc<SstInfo>]> {
+        self.l0.chunk_by(|a, b| a.epoch == b.epoch).collect()
+    }
+
     /// Every file, L0 first.
     pub fn files(&self) -> impl Iterator<Item = &Arc<SstInfo>> {
         self.l0.iter().chain(self.levels.iter().flatten())
@@ -138,16 +148,17 @@ impl Version {
     }
 
     /// Files overlapping `[start, end]` (bounds as in a key range), in
-    /// precedence order: each L0 file alone, then each level's files as
-    /// one group (disjoint, in key order).
+    /// precedence order: each L0 sub-level, then each level, as groups of
+    /// disjoint files in key order.
     pub fn sources_for_range(&self, range: &crate::storage::KeyRange) -> Vec<Vec<Arc<SstInfo>>> {
         let overlaps = |f: &SstInfo| overlaps(f, range);
-        let mut out: Vec<Vec<Arc<SstInfo>>> = self
-            .l0
-            .iter()
-            .filter(|f| overlaps(f))
-            .map(|f| vec![f.clone()])
-            .collect();
+        let mut out: Vec<Vec<Arc<SstInfo>>> = Vec::new();
+        for sub in self.l0_sublevels() {
+            let files: Vec<_> = sub.iter().filter(|f| overlaps(f)).cloned().collect();
+            if !files.is_empty() {
+                out.push(files);
+            }
+        }
         for level in &self.levels {
             let files: Vec<_> = level.iter().filter(|f| overlaps(f)).cloned().collect();
             if !files.is_empty() {
@@ -162,6 +173,12 @@ impl Version {
         for w in self.l0.windows(2) {
             if w[0].epoch < w[1].epoch {
                 return Err("L0 not newest first".into());
+            }
+            if w[0].epoch == w[1].epoch && w[0].last_key >= w[1].first_key {
+                return Err(format!(
+                    "L0 files {} and {} of epoch {} overlap",
+                    w[0].id, w[1].id, w[0].epoch
+                ));
             }
         }
         for (i, level) in self.levels.iter().enumerate() {
@@ -185,6 +202,7 @@ impl Version {
     }
 
     /// Number of files and bytes per level (L0 first).
+    #[allow(dead_code)]
     pub fn level_stats(&self) -> Vec<(u32, usize, u64)> {
         let mut out = vec![(0, self.l0.len(), self.l0.iter().map(|f| f.size).sum())];
         for (i, level) in self.levels.iter().enumerate() {

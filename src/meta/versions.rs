@@ -17,7 +17,7 @@
 //! store is back. Nothing acknowledged is lost either way. A fenced commit
 //! is final.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -38,10 +38,13 @@ pub struct VersionOptions {
     pub compaction: CompactionOptions,
     /// How often the compactor looks for work when not woken by a commit.
     pub compaction_interval: Duration,
+    /// How often the collector lists the object store for files no
+    /// version references (left by crashes and failed epochs).
     pub gc_interval: Duration,
-    /// An unreferenced file is deleted only once it is this old, and this
-    /// long after it left the version (readers may still hold one that
-    /// references it).
+    /// Such a file is deleted only once it is this much older than the
+    /// last epoch commit (an upload in flight may still commit). Files a
+    /// compaction replaced go as soon as no reader holds a version that
+    /// lists them.
     pub gc_grace: Duration,
     /// How long a commit retries an unreachable meta store before failing.
     pub retry_for: Duration,
@@ -85,8 +88,10 @@ pub struct VersionManager {
     last_epoch_commit: Mutex<Instant>,
     /// A compaction is writing outputs that no version references yet.
     compacting: AtomicBool,
-    /// When each file left the version.
-    removed_at: Mutex<HashMap<u64, Instant>>,
+    /// Files compaction took out of the version, until deleted: each is
+    /// deleted once no version that lists it is held anywhere (its
+    /// `SstInfo` is shared by those versions only).
+    retired: Mutex<Vec<(u64, Weak<SstInfo>)>>,
     wake_compactor: tokio::sync::Notify,
     /// Round-robin positions of compaction per level.
     cursor: Mutex<Vec<Bytes>>,
@@ -129,7 +134,7 @@ impl VersionManager {
             options,
             last_epoch_commit: Mutex::new(Instant::now()),
             compacting: AtomicBool::new(false),
-            removed_at: Mutex::new(HashMap::new()),
+            retired: Mutex::new(Vec::new()),
             wake_compactor: tokio::sync::Notify::new(),
             cursor: Mutex::new(Vec::new()),
             uncertain: AtomicBool::new(false),
@@ -264,10 +269,9 @@ impl VersionManager {
         }
         *self.current.write() = next.clone();
         if !delta.remove.is_empty() {
-            let now = Instant::now();
-            let mut removed = self.removed_at.lock();
-            for id in &delta.remove {
-                removed.insert(*id, now);
+            let mut retired = self.retired.lock();
+            for f in current.files().filter(|f| delta.remove.contains(&f.id)) {
+                retired.push((f.id, Arc::downgrade(f)));
             }
         }
         let stores: Vec<Arc<LsmStateStore>> = self
@@ -304,15 +308,22 @@ impl VersionManager {
         });
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut last_sweep = Instant::now();
             loop {
                 let interval = match weak.upgrade() {
                     Some(vm) => vm.options.gc_interval,
                     None => return,
                 };
-                tokio::time::sleep(interval).await;
+                tokio::time::sleep(interval.min(Duration::from_millis(500))).await;
                 let Some(vm) = weak.upgrade() else { return };
-                if let Err(e) = vm.collect_garbage().await {
-                    tracing::warn!(error = %e, "state file garbage collection failed");
+                if let Err(e) = vm.delete_retired().await {
+                    tracing::warn!(error = %e, "deleting compacted state files failed");
+                }
+                if last_sweep.elapsed() >= interval {
+                    last_sweep = Instant::now();
+                    if let Err(e) = vm.collect_garbage().await {
+                        tracing::warn!(error = %e, "state file garbage collection failed");
+                    }
                 }
             }
         });
@@ -381,11 +392,35 @@ impl VersionManager {
         result
     }
 
-    /// Deletes state files that no version references, past the grace
-    /// period. Returns how many it deleted.
+    /// Deletes the files compaction replaced that no reader needs any
+    /// more. Returns how many it deleted.
+    pub async fn delete_retired(&self) -> StorageResult<usize> {
+        let unused: Vec<u64> = {
+            let mut retired = self.retired.lock();
+            let (gone, held): (Vec<_>, Vec<_>) = std::mem::take(&mut *retired)
+                .into_iter()
+                .partition(|(_, f)| f.strong_count() == 0);
+            *retired = held;
+            gone.into_iter().map(|(id, _)| id).collect()
+        };
+        for (i, id) in unused.iter().enumerate() {
+            if let Err(e) = self.sst.objects().delete(*id).await {
+                // Put back what is left; the sweep would find them too.
+                let mut retired = self.retired.lock();
+                retired.extend(unused[i..].iter().map(|id| (*id, Weak::new())));
+                return Err(e);
+            }
+        }
+        Ok(unused.len())
+    }
+
+    /// Also deletes every other file no version references once it is
+    /// past the grace period (see [`VersionOptions::gc_grace`]), and the
+    /// retired files no reader holds. Returns how many it deleted.
     pub async fn collect_garbage(&self) -> StorageResult<usize> {
+        let mut deleted = self.delete_retired().await?;
         if self.compacting.load(Ordering::SeqCst) {
-            return Ok(0);
+            return Ok(deleted);
         }
         let grace = self.options.gc_grace;
         // Files written after this are kept: an epoch or compaction that
@@ -397,21 +432,15 @@ impl VersionManager {
         };
         let listed = self.sst.objects().list_ssts().await?;
         let live: BTreeSet<u64> = self.current().files().map(|f| f.id).collect();
-        let mut deleted = 0;
         for obj in listed {
             if live.contains(&obj.id) || obj.last_modified > horizon {
                 continue;
             }
-            let recently_removed = self
-                .removed_at
-                .lock()
-                .get(&obj.id)
-                .is_some_and(|t| t.elapsed() < grace);
-            if recently_removed || self.compacting.load(Ordering::SeqCst) {
+            let held = self.retired.lock().iter().any(|(id, _)| *id == obj.id);
+            if held || self.compacting.load(Ordering::SeqCst) {
                 continue;
             }
             self.sst.objects().delete(obj.id).await?;
-            self.removed_at.lock().remove(&obj.id);
             deleted += 1;
         }
         if deleted > 0 {

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests: free ports, temp dirs, an
 //! ebbflow server child process and a throwaway PostgreSQL 15 server.
+//! `seaweed` is a throwaway S3 server; `stores` gives each ebbflow server
+//! of a test its state and meta store (S3 + PostgreSQL when available).
 //! `rows` runs statements and compares query results; `workload` is the
 //! random SQL workload (tables, MVs, DML generator) and its PostgreSQL
 //! mirror; `driver` is how a seeded test runs (knobs, runtime, per-seed
@@ -13,6 +15,7 @@
 pub mod driver;
 pub mod rows;
 pub mod seaweed;
+pub mod stores;
 pub mod workload;
 
 use std::collections::VecDeque;
@@ -457,83 +460,108 @@ fn pg_command(tool: &str) -> Command {
     }
 }
 
-/// A throwaway PostgreSQL 15 cluster on a free loopback port.
+/// A throwaway PostgreSQL 15 cluster on a free loopback port. It can be
+/// stopped and started again on the same port and data ([`Postgres::stop`],
+/// [`Postgres::restart`]): an outage of a meta store.
 pub struct Postgres {
     pub port: u16,
     dir: TempDir,
     running: bool,
+    /// Whether a commit reaches the OS before it returns
+    /// (`synchronous_commit = on`), so that a stop in `immediate` mode (as
+    /// a crash) loses no committed transaction. Off for [`Postgres::start`]
+    /// (faster; it is never stopped while in use).
+    durable: bool,
+}
+
+/// Runs a command, with its output in the error.
+fn run_tool(mut c: Command, what: &str) -> Result<(), String> {
+    let out = c.output().map_err(|e| format!("{what}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
 }
 
 impl Postgres {
+    /// A server for reference queries and meta stores that is not stopped
+    /// while in use (commits are asynchronous).
     pub fn start() -> Result<Postgres, String> {
-        let dir = TempDir::new("ebbflow-pg").map_err(|e| format!("temp dir: {e}"))?;
-        if is_root() {
-            let st = Command::new("chown")
-                .arg("-R")
-                .arg("postgres:postgres")
-                .arg(dir.path())
-                .status()
-                .map_err(|e| format!("chown: {e}"))?;
-            if !st.success() {
-                return Err("chown of the PostgreSQL temp dir failed".into());
-            }
-        }
-        let data = dir.path().join("data");
-        let out = pg_command("initdb")
-            .arg("-D")
-            .arg(&data)
-            .arg("-A")
-            .arg("trust")
-            .arg("-U")
-            .arg("postgres")
-            .arg("--no-sync")
-            .arg("-E")
-            .arg("UTF8")
-            .arg("--locale=C")
-            .output()
-            .map_err(|e| format!("initdb: {e}"))?;
-        if !out.status.success() {
+        Self::init(false)
+    }
+
+    /// A server that can be stopped abruptly and started again without
+    /// losing a committed transaction (an outage of a meta store).
+    pub fn start_durable() -> Result<Postgres, String> {
+        Self::init(true)
+    }
+
+    fn init(durable: bool) -> Result<Postgres, String> {
+        if !postgres_available() {
             return Err(format!(
-                "initdb failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                "PostgreSQL 15 is not installed in {}",
+                pg_bin_dir().display()
             ));
         }
+        let dir = TempDir::new("ebbflow-pg").map_err(|e| format!("temp dir: {e}"))?;
+        if is_root() {
+            let mut chown = Command::new("chown");
+            chown.arg("-R").arg("postgres:postgres").arg(dir.path());
+            run_tool(chown, "chown of the PostgreSQL temp dir")?;
+        }
+        let mut initdb = pg_command("initdb");
+        initdb
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+            .arg("--locale=C");
+        run_tool(initdb, "initdb")?;
+        let mut pg = Postgres {
+            port: 0,
+            dir,
+            running: false,
+            durable,
+        };
         let mut last_err = String::new();
+        // A port found free can be taken before the server binds it.
         for _ in 0..3 {
-            let port = free_port();
-            let out = pg_command("pg_ctl")
-                .arg("-D")
-                .arg(&data)
-                .arg("-w")
-                .arg("-t")
-                .arg("60")
-                .arg("-l")
-                .arg(dir.path().join("log"))
-                .arg("-o")
-                .arg(format!(
-                    "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off \
-                     -c synchronous_commit=off -c full_page_writes=off",
-                    dir.path().display()
-                ))
-                .arg("start")
-                .output()
-                .map_err(|e| format!("pg_ctl: {e}"))?;
-            if out.status.success() {
-                return Ok(Postgres {
-                    port,
-                    dir,
-                    running: true,
-                });
+            pg.port = free_port();
+            match pg.launch() {
+                Ok(()) => return Ok(pg),
+                Err(e) => last_err = e,
             }
-            last_err = format!(
-                "pg_ctl start failed: {}{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr),
-                std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
-            );
         }
         Err(last_err)
+    }
+
+    /// `pg_ctl start` on `self.port`, waiting until it accepts connections.
+    fn launch(&mut self) -> Result<(), String> {
+        let mut conf = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        if !self.durable {
+            conf.push_str(" -c synchronous_commit=off -c full_page_writes=off");
+        }
+        let log = self.dir.path().join("log");
+        let mut c = pg_command("pg_ctl");
+        c.arg("-D")
+            .arg(self.dir.path().join("data"))
+            .args(["-w", "-t", "60", "-l"])
+            .arg(&log)
+            .arg("-o")
+            .arg(conf)
+            .arg("start");
+        run_tool(c, "pg_ctl start")
+            .map_err(|e| format!("{e}\n{}", std::fs::read_to_string(&log).unwrap_or_default()))?;
+        self.running = true;
+        Ok(())
     }
 
     pub fn conn_str(&self, dbname: &str) -> String {
@@ -559,23 +587,44 @@ impl Postgres {
     }
 
     pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        self.db_url("postgres")
     }
 
+    /// `postgres://postgres@127.0.0.1:<port>/<db>`: a `--meta-store` URL.
+    pub fn db_url(&self, db: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{db}", self.port)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// Stops the server as a crash would (`immediate`: no checkpoint,
+    /// sessions cut).
     pub fn stop(&mut self) {
+        self.stop_with("immediate");
+    }
+
+    /// Stops the server; `mode` is `fast` (clean shutdown) or `immediate`.
+    pub fn stop_with(&mut self, mode: &str) {
         if self.running {
             self.running = false;
             let _ = pg_command("pg_ctl")
                 .arg("-D")
                 .arg(self.dir.path().join("data"))
-                .arg("-m")
-                .arg("immediate")
-                .arg("-w")
-                .arg("stop")
+                .args(["-m", mode, "-w", "stop"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status();
         }
+    }
+
+    /// Starts a stopped server again on the same port and data.
+    pub fn restart(&mut self) -> Result<(), String> {
+        if self.running {
+            return Ok(());
+        }
+        self.launch()
     }
 }
 

@@ -238,13 +238,19 @@ impl SeaweedFs {
     /// How many objects are under `s3://<bucket>/<prefix>/` (the whole
     /// bucket for ""), by anonymous ListObjectsV2 pages.
     pub fn object_count(&self, prefix: &str) -> Result<usize, String> {
+        self.object_keys(prefix).map(|keys| keys.len())
+    }
+
+    /// The keys of the objects under `s3://<bucket>/<prefix>/` (the whole
+    /// bucket for ""), by anonymous ListObjectsV2 pages.
+    pub fn object_keys(&self, prefix: &str) -> Result<Vec<String>, String> {
         let prefix = prefix.trim_matches('/');
         let prefix = if prefix.is_empty() {
             String::new()
         } else {
             format!("{prefix}/")
         };
-        let mut count = 0;
+        let mut keys = Vec::new();
         let mut token: Option<String> = None;
         for _ in 0..100_000 {
             let mut query = format!("/{BUCKET}?list-type=2&prefix={}", url_encode(&prefix));
@@ -255,15 +261,30 @@ impl SeaweedFs {
             if status != 200 {
                 return Err(format!("GET {query}: HTTP {status}: {body}"));
             }
-            count += body.matches("<Key>").count();
+            let mut rest = body.as_str();
+            while let Some(key) = xml_text(rest, "Key") {
+                keys.push(key);
+                let Some(at) = rest.find("</Key>") else { break };
+                rest = &rest[at + "</Key>".len()..];
+            }
             if !body.contains("<IsTruncated>true</IsTruncated>") {
-                return Ok(count);
+                return Ok(keys);
             }
             let next = xml_text(&body, "NextContinuationToken")
                 .ok_or_else(|| format!("GET {query}: truncated without a token: {body}"))?;
             token = Some(next);
         }
         Err(format!("listing s3://{BUCKET}/{prefix} did not end"))
+    }
+
+    /// Whether bucket `name` exists (a HEAD-like anonymous listing).
+    pub fn bucket_exists(&self, name: &str) -> Result<bool, String> {
+        let query = format!("/{name}?list-type=2&max-keys=1");
+        match http_get(self.ports.s3, &query, Duration::from_secs(10))? {
+            (200, _) => Ok(true),
+            (404, _) => Ok(false),
+            (status, body) => Err(format!("GET {query}: HTTP {status}: {body}")),
+        }
     }
 
     /// Spawns `weed mini` on `self.dir` and `self.ports` and waits until the

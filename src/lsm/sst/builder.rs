@@ -197,6 +197,11 @@ impl SstBuilder {
     }
 
     /// Entries added so far.
+    /// The last key added, if any.
+    pub fn last_key(&self) -> Option<&[u8]> {
+        (self.key_count > 0).then(|| &self.buf[self.last_key.clone()])
+    }
+
     pub fn key_count(&self) -> u64 {
         self.key_count
     }

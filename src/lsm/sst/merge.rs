@@ -154,6 +154,10 @@ pub struct CompactOptions {
     /// Drop tombstones instead of writing them. Only correct when no older
     /// data for these keys exists below the output (bottom level).
     pub drop_tombstones: bool,
+    /// When non-zero, a new output starts wherever the first this-many key
+    /// bytes change (4: one table per file), so a file never spans keys of
+    /// unrelated tables and overlaps only what it must.
+    pub split_prefix_len: usize,
 }
 
 impl Default for CompactOptions {
@@ -162,6 +166,7 @@ impl Default for CompactOptions {
             sst: SstOptions::default(),
             target_file_size: 32 * 1024 * 1024,
             drop_tombstones: false,
+            split_prefix_len: 0,
         }
     }
 }
@@ -215,6 +220,16 @@ where
         let (key, value) = entry?;
         if (value.is_none() && options.drop_tombstones) || drop_key(&key) {
             continue;
+        }
+        let split = options.split_prefix_len;
+        if split > 0 {
+            if let Some(prev) = builder.take_if(|b| {
+                b.last_key()
+                    .is_some_and(|last| last.get(..split) != key.get(..split))
+            }) {
+                let (file, meta) = prev.finish();
+                sink(file, meta)?;
+            }
         }
         let b = builder.get_or_insert_with(new_builder);
         b.add(&key, value.as_deref());

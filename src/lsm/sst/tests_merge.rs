@@ -129,10 +129,13 @@ fn compact_matches_model() {
         for (drop_tombstones, drop_table) in
             [(false, false), (true, false), (true, true), (false, true)]
         {
+            // Also one table per output file when dropping a table.
+            let split_prefix_len = if drop_table { 4 } else { 0 };
             let options = CompactOptions {
                 sst: tiny(),
                 target_file_size: 2048,
                 drop_tombstones,
+                split_prefix_len,
             };
             let drop_key = |k: &[u8]| drop_table && k.starts_with(&dropped_table);
             let outputs = compact(inputs(&readers), &options, &drop_key).unwrap();
@@ -142,6 +145,15 @@ fn compact_matches_model() {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             assert_eq!(read_outputs(&outputs), want);
+            if split_prefix_len > 0 {
+                for (_, meta) in &outputs {
+                    assert_eq!(
+                        meta.first_key.get(..4),
+                        meta.last_key.get(..4),
+                        "an output spans two tables"
+                    );
+                }
+            }
             // Merging the outputs of a compaction again changes nothing.
             let readers: Vec<SstReader> = outputs
                 .iter()
@@ -164,6 +176,7 @@ fn compact_cuts_files_near_the_target_size() {
                 bloom: true,
             },
             target_file_size: target,
+            split_prefix_len: 0,
             drop_tombstones: false,
         };
         let outputs = compact(inputs(&readers), &options, &|_| false).unwrap();
@@ -202,6 +215,7 @@ fn compact_edge_cases() {
         sst: tiny(),
         target_file_size: 1 << 20,
         drop_tombstones: true,
+        split_prefix_len: 0,
     };
     let only_tombstones = vec![source(&[("a", None), ("b", None)])];
     assert!(compact(only_tombstones, &options, &|_| false)
