@@ -48,6 +48,11 @@
 //! the cluster, and writes the full log (both tasks, stamped with the
 //! time to match the server's log) to `target/chaos-seed-<seed>.log`.
 //!
+//! With SeaweedFS installed (required under `CI=true`) each seed's server
+//! keeps its state on S3 (`s3://ebbflow/chaos/<seed>`) and its meta store
+//! in a database of the test's PostgreSQL (`chaos_meta_<seed>`); otherwise
+//! both in its data dir (the defaults), said in one line.
+//!
 //! Environment: `CHAOS_SEEDS=1,2`, `CHAOS_OPS=n` (operations per seed),
 //! `CHAOS_SEED_TIMEOUT_SECS` (120). Without PostgreSQL 15 the test is
 //! skipped, except under `CI=true`.
@@ -76,6 +81,7 @@ use tokio_postgres::Client;
 use cluster::Snapshot;
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
 use common::rows::{cell, run, run_within, Row};
+use common::stores::Stores;
 use common::workload::{Gen, Mirror};
 use common::{EbbflowServer, Postgres, ServerOptions};
 use ops::Chaos;
@@ -202,13 +208,17 @@ struct SeedReport {
 /// with its log saved (a bit before `run_seeds` would give up on it).
 async fn run_seed(
     pg: &Postgres,
+    stores: &Stores,
     seed: u64,
     ops: usize,
     budget: Duration,
 ) -> Result<SeedReport, String> {
     let db = format!("chaos_{seed}");
     let admin = pg.create_database(&db).await?;
-    let mut server = EbbflowServer::spawn(ServerOptions::default(), None).await?;
+    let opts = stores
+        .options(pg, &seed.to_string(), ServerOptions::default())
+        .await?;
+    let mut server = EbbflowServer::spawn(opts, None).await?;
     let sh = Arc::new(Shared {
         log: Log::default(),
         faults: AtomicU64::new(0),
@@ -235,6 +245,7 @@ async fn run_seed(
     let tail = server.log.tail(30);
     server.shut_down().await;
     Postgres::drop_database(&admin, &db).await;
+    stores.drop_meta(pg, &seed.to_string()).await;
     match result {
         Ok(r) if alive => Ok(r),
         Ok(_) => Err(format!(
@@ -469,13 +480,15 @@ fn chaos_against_postgres() {
     let ops = env_or("CHAOS_OPS", DEFAULT_OPS);
     let budget = env_secs("CHAOS_SEED_TIMEOUT_SECS", 120);
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
+    let stores = Stores::start("chaos").expect("the state and meta stores of the chaos test");
     let report = run_seeds(
         "chaos",
         &seeds,
         budget,
         "a statement, FLUSH, drain or recovery",
-        |seed| run_seed(&pg, seed, ops, budget),
+        |seed| run_seed(&pg, &stores, seed, ops, budget),
     );
+    drop(stores);
     drop(pg);
     let total_ops: usize = report.passed.iter().map(|r| r.ops).sum();
     let faults: usize = report.passed.iter().map(|r| r.faults).sum();

@@ -23,6 +23,13 @@
 //!   than a committed read saw before the kill, and keeps growing after
 //!   the restart; its MVs equal their queries.
 //!
+//! With SeaweedFS installed (required under `CI=true`) each seed's server
+//! keeps its state on S3 (`s3://ebbflow/crash/<seed>`) and its meta store
+//! in a database of the test's PostgreSQL (`crash_meta_<seed>`), and some
+//! restarts (at least the first of each seed) are on a fresh, empty data
+//! dir: the state comes back from the two stores alone. Otherwise the
+//! defaults (both in the data dir), said in one line.
+//!
 //! Every wait is bounded (a hung server fails the seed with a message).
 //! The closing line is `crash: N passed, N failed`.
 //!
@@ -32,7 +39,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,6 +49,7 @@ use tokio_postgres::Client;
 
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say};
 use common::rows::{cell, first_cell, multiset, run, run_raw_within, Row};
+use common::stores::Stores;
 use common::workload::{Gen, Mirror};
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions, TempDir};
 
@@ -113,7 +120,11 @@ struct SeedRun {
     gen: Gen,
     mirror: Mirror,
     opts: ServerOptions,
-    dir: PathBuf,
+    /// The data dir; replaced by a fresh one for a restart on a fresh dir.
+    dir: TempDir,
+    /// Whether the state and meta store are outside the data dir (S3 +
+    /// PostgreSQL), so that a restart on a fresh data dir must recover.
+    remote: bool,
     server: Option<EbbflowServer>,
     /// Log tail of the server killed last, for failure reports.
     previous_log: String,
@@ -125,6 +136,8 @@ struct SeedRun {
     t2_rows: i64,
     kills: usize,
     restart_ms: Vec<u128>,
+    /// Restarts on a fresh, empty data dir.
+    fresh_restarts: usize,
 }
 
 impl SeedRun {
@@ -132,8 +145,14 @@ impl SeedRun {
         self.server.as_ref().expect("server running")
     }
 
-    async fn start_server(&mut self) -> Result<Client, String> {
-        let (opts, dir) = (self.opts.clone(), self.dir.clone());
+    /// Starts the server on its data dir, or on a fresh, empty one.
+    async fn start_server(&mut self, fresh: bool) -> Result<Client, String> {
+        if fresh {
+            self.dir = TempDir::new("ebbflow-crash").map_err(|e| format!("temp dir: {e}"))?;
+            self.fresh_restarts += 1;
+            self.mirror.note("-- restart on a fresh, empty data dir");
+        }
+        let (opts, dir) = (self.opts.clone(), self.dir.path().to_path_buf());
         let started = Instant::now();
         let server = EbbflowServer::spawn(opts, Some(dir)).await?;
         self.restart_ms.push(started.elapsed().as_millis());
@@ -476,22 +495,36 @@ async fn check_growing_mv(eb: &Client, name: &str, def: &str) -> Result<(), Stri
     Err(last)
 }
 
-async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<u128>), String> {
+/// What a seed did: kills, restart times, restarts on a fresh data dir.
+struct SeedReport {
+    kills: usize,
+    restart_ms: Vec<u128>,
+    fresh_restarts: usize,
+}
+
+async fn run_seed(
+    pg: &Postgres,
+    stores: &Stores,
+    seed: u64,
+    kills: usize,
+) -> Result<SeedReport, String> {
     let db = format!("crash_{seed}");
     let admin = pg.create_database(&db).await?;
     let pgc = common::open(&pg.conn_str(&db)).await?;
     let dir = TempDir::new("ebbflow-crash").map_err(|e| format!("temp dir: {e}"))?;
-    let opts = ServerOptions {
+    let base = ServerOptions {
         ready_timeout: READY_TIMEOUT,
         ..ServerOptions::default()
     };
+    let opts = stores.options(pg, &seed.to_string(), base).await?;
     let mut st = SeedRun {
         seed,
         rng: StdRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9)),
         gen: Gen::new(seed),
         mirror: Mirror::new(pgc),
         opts,
-        dir: dir.path().to_path_buf(),
+        dir,
+        remote: stores.remote(),
         server: None,
         previous_log: String::new(),
         gen_seq_seen: 0,
@@ -499,9 +532,10 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
         t2_rows: 0,
         kills: 0,
         restart_ms: Vec::new(),
+        fresh_restarts: 0,
     };
     let result = async {
-        let mut eb = st.start_server().await?;
+        let mut eb = st.start_server(false).await?;
         st.restart_ms.clear();
         st.mirror.create_schema(&eb, &mut st.gen).await?;
         for ddl in DATAGEN {
@@ -527,7 +561,10 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
             k += 1;
             st.cycle(&eb, mode).await?;
             drop(eb);
-            eb = st.start_server().await?;
+            // On S3 + PostgreSQL the first restart, and some others, on a
+            // fresh data dir: nothing in the old one is needed.
+            let fresh = st.remote && (k == 1 || st.rng.gen_bool(0.25));
+            eb = st.start_server(fresh).await?;
             if let KillMode::DuringRestart = mode {
                 let ms = st.rng.gen_range(0..150);
                 st.mirror
@@ -539,13 +576,20 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
                 }
                 st.kills += 1;
                 drop(eb);
-                eb = st.start_server().await?;
+                let fresh = st.remote && st.rng.gen_bool(0.25);
+                eb = st.start_server(fresh).await?;
             }
             let kept = st.check(&eb).await?;
             say(&format!(
                 "crash: seed {seed} kill {} ({mode:?}) ok: uncertain statements kept {kept}; \
-                 gen_seq at {}",
-                st.kills, st.gen_seq_seen
+                 gen_seq at {}{}",
+                st.kills,
+                st.gen_seq_seen,
+                if fresh {
+                    "; restarted on a fresh data dir"
+                } else {
+                    ""
+                }
             ));
         }
         // The bounded source ends with exactly its rows.
@@ -585,9 +629,17 @@ async fn run_seed(pg: &Postgres, seed: u64, kills: usize) -> Result<(usize, Vec<
     }
     drop(st.mirror);
     Postgres::drop_database(&admin, &db).await;
+    stores.drop_meta(pg, &seed.to_string()).await;
     result?;
-    say(&format!("crash: seed {seed} ok ({} kills)", st.kills));
-    Ok((st.kills, st.restart_ms))
+    say(&format!(
+        "crash: seed {seed} ok ({} kills, {} restarts on a fresh data dir)",
+        st.kills, st.fresh_restarts
+    ));
+    Ok(SeedReport {
+        kills: st.kills,
+        restart_ms: st.restart_ms,
+        fresh_restarts: st.fresh_restarts,
+    })
 }
 
 #[test]
@@ -599,25 +651,31 @@ fn crash_recovery() {
     let kills = env_or("CRASH_KILLS", DEFAULT_KILLS);
     let budget = env_secs("CRASH_SEED_TIMEOUT_SECS", 120);
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
+    let stores = Stores::start("crash").expect("the state and meta stores of the crash test");
     let report = run_seeds(
         "crash",
         &seeds,
         budget,
         "a statement, FLUSH or restart",
-        |seed| run_seed(&pg, seed, kills),
+        |seed| run_seed(&pg, &stores, seed, kills),
     );
+    drop(stores);
     drop(pg);
-    let total_kills: usize = report.passed.iter().map(|(k, _)| k).sum();
+    let total_kills: usize = report.passed.iter().map(|r| r.kills).sum();
+    let fresh: usize = report.passed.iter().map(|r| r.fresh_restarts).sum();
     let max_restart = report
         .passed
         .iter()
-        .flat_map(|(_, ms)| ms)
+        .flat_map(|r| &r.restart_ms)
         .max()
         .copied()
         .unwrap_or(0);
     say(&report.summary(
         "crash",
-        &format!("{total_kills} kills, slowest restart {max_restart} ms"),
+        &format!(
+            "{total_kills} kills, {fresh} restarts on a fresh data dir, slowest restart \
+             {max_restart} ms"
+        ),
     ));
     assert!(
         report.failed.is_empty(),

@@ -23,6 +23,11 @@
 //! A failure reports the seed, the operations since the last good check,
 //! the diff, and writes the full log to `target/scale-differential-seed-<seed>.log`.
 //!
+//! With SeaweedFS installed (required under `CI=true`) each seed's server
+//! keeps its state on S3 (`s3://ebbflow/scale/<seed>`) and its meta store
+//! in a database of the test's PostgreSQL (`scale_meta_<seed>`); otherwise
+//! both in its data dir (the defaults), said in one line.
+//!
 //! Environment: `SCALE_SEEDS=1,2`, `SCALE_OPS=n` (operations per seed),
 //! `SCALE_SEED_TIMEOUT_SECS` (110). Without PostgreSQL 15 the test is
 //! skipped, except under `CI=true`.
@@ -44,6 +49,7 @@ use tokio_postgres::Client;
 
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
 use common::rows::{cell, mv_mismatch, run, run_within, Row};
+use common::stores::Stores;
 use common::workload::{Gen, MVS, TABLES};
 use common::{EbbflowServer, Postgres, ServerOptions};
 use ops::{fragments, int, layout, list, squeeze_item, units, Op, Scaler};
@@ -189,15 +195,24 @@ async fn dml_task(
     Ok(n)
 }
 
-async fn run_seed(pg: &Postgres, seed: u64, ops: usize) -> Result<(usize, usize), String> {
+async fn run_seed(
+    pg: &Postgres,
+    stores: &Stores,
+    seed: u64,
+    ops: usize,
+) -> Result<(usize, usize), String> {
     let db = format!("scale_{seed}");
     let admin = pg.create_database(&db).await?;
-    let mut server = EbbflowServer::spawn(ServerOptions::default(), None).await?;
+    let opts = stores
+        .options(pg, &seed.to_string(), ServerOptions::default())
+        .await?;
+    let mut server = EbbflowServer::spawn(opts, None).await?;
     let result = seed_body(pg, &db, &server, seed, ops).await;
     let alive = server.is_running();
     let tail = server.log.tail(30);
     server.shut_down().await;
     Postgres::drop_database(&admin, &db).await;
+    stores.drop_meta(pg, &seed.to_string()).await;
     result.map_err(|e| {
         if alive {
             format!("{e}\n--- last server log lines ---\n{tail}")
@@ -524,13 +539,15 @@ fn scale_under_load_against_postgres() {
     let ops = env_or("SCALE_OPS", DEFAULT_OPS);
     let budget = env_secs("SCALE_SEED_TIMEOUT_SECS", 110);
     let pg = Postgres::start().expect("start a throwaway PostgreSQL 15");
+    let stores = Stores::start("scale").expect("the state and meta stores of the scale test");
     let report = run_seeds(
         "scale",
         &seeds,
         budget,
         "a statement, FLUSH or reschedule",
-        |seed| run_seed(&pg, seed, ops),
+        |seed| run_seed(&pg, &stores, seed, ops),
     );
+    drop(stores);
     drop(pg);
     let total_ops: usize = report.passed.iter().map(|(n, _)| n).sum();
     say(&report.summary("scale", &format!("{total_ops} operations")));

@@ -445,10 +445,7 @@ fn set_store(ctx: &mut Ctx, which: Outage, up: bool) -> Result<(), String> {
             }
         }
         Outage::MetaStore => {
-            let pg = ctx
-                .pg
-                .as_mut()
-                .ok_or_else(|| "no PostgreSQL".to_string())?;
+            let pg = ctx.pg.as_mut().ok_or_else(|| "no PostgreSQL".to_string())?;
             if up {
                 pg.restart()
             } else {
@@ -482,7 +479,10 @@ impl Shared {
     }
 
     fn event(&self, what: &str) {
-        let line = format!("/* {} */ -- {what}", chrono::Utc::now().format("%H:%M:%S%.3f"));
+        let line = format!(
+            "/* {} */ -- {what}",
+            chrono::Utc::now().format("%H:%M:%S%.3f")
+        );
         self.events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -490,10 +490,17 @@ impl Shared {
     }
 }
 
-/// FLUSH until one succeeds (each bounded; all within `deadline`), then
-/// find which uncertain statements ebbflow kept.
-async fn settle(w: &mut Writer, eb: &Client, deadline: Instant) -> Result<(), String> {
+/// Once no store is away: FLUSH until one succeeds (each bounded; all
+/// within `deadline`), then find which uncertain statements ebbflow kept.
+/// Reads need the object store, so this waits for it.
+async fn settle(w: &mut Writer, eb: &Client, sh: &Shared, deadline: Instant) -> Result<(), String> {
     loop {
+        while !sh.faults.load(Ordering::SeqCst).is_multiple_of(2) {
+            if Instant::now() > deadline {
+                return Err("a store was still away at the deadline".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         match w.flush(eb, OUTAGE_STMT_TIMEOUT).await? {
             None => break,
             Some(e) if Instant::now() > deadline => {
@@ -514,7 +521,11 @@ async fn settle(w: &mut Writer, eb: &Client, deadline: Instant) -> Result<(), St
 /// Steady DML with FLUSH points until told to stop. After a failure no
 /// new statement is sent until a FLUSH succeeded and the uncertain ones
 /// are reconciled.
-async fn write_steadily(mut w: Writer, eb: Client, sh: Arc<Shared>) -> (Writer, Client, Result<(), String>) {
+async fn write_steadily(
+    mut w: Writer,
+    eb: Client,
+    sh: Arc<Shared>,
+) -> (Writer, Client, Result<(), String>) {
     let mut ack_faults = 0;
     let result = async {
         while !sh.stop.load(Ordering::SeqCst) {
@@ -539,11 +550,11 @@ async fn write_steadily(mut w: Writer, eb: Client, sh: Arc<Shared>) -> (Writer, 
             }
             if let Some(what) = failure {
                 if sh.calm_since(ack_faults) {
-                    return Err(format!("{what}, with no outage since the last acknowledgement"));
+                    return Err(format!(
+                        "{what}, with no outage since the last acknowledgement"
+                    ));
                 }
-                settle(&mut w, &eb, Instant::now() + OUTAGE_STMT_TIMEOUT * 2).await?;
-            } else if w.failed {
-                w.reconcile(&eb, OUTAGE_STMT_TIMEOUT).await?;
+                settle(&mut w, &eb, &sh, Instant::now() + OUTAGE_STMT_TIMEOUT * 2).await?;
             }
             let faults = sh.faults.load(Ordering::SeqCst);
             if !faults.is_multiple_of(2) {
@@ -625,7 +636,9 @@ async fn outage_body(
                 let last = *sh.last_ok_flush.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(t) = last.filter(|t| *t > back) {
                     let again = t.duration_since(back).as_millis();
-                    sh.event(&format!("a FLUSH succeeded {again} ms after the {store} came back"));
+                    sh.event(&format!(
+                        "a FLUSH succeeded {again} ms after the {store} came back"
+                    ));
                     say(&format!(
                         "state_store: {store} away {} ms: a FLUSH succeeded {again} ms after \
                          it came back",
@@ -662,12 +675,16 @@ async fn outage_body(
     };
     *w = writer;
     // The main task's events into the log, in time order.
-    w.log
-        .extend(sh.events.lock().unwrap_or_else(|e| e.into_inner()).drain(..));
+    w.log.extend(
+        sh.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..),
+    );
     w.log.sort_by(|a, b| a.get(..18).cmp(&b.get(..18)));
     timeline?;
     written?;
-    settle(w, &eb, Instant::now() + COMMIT_AGAIN_WAIT).await?;
+    settle(w, &eb, &sh, Instant::now() + COMMIT_AGAIN_WAIT).await?;
     w.check(&eb, STMT_TIMEOUT).await?;
     Ok(OutageReport {
         which,
@@ -715,12 +732,14 @@ async fn run_seed(ctx: &mut Ctx, seed: u64, knobs: &Knobs) -> Result<SeedReport,
         outages: 0,
         bad_configs: 0,
     };
+    let started = Instant::now();
     match crashes(ctx, seed, knobs.crashes).await {
         Ok(r) => {
             say(&format!(
-                "state_store: seed {seed} crashes ok: {} crashes ({} restarts on a fresh data \
+                "state_store: seed {seed} crashes ok in {:.1}s: {} crashes ({} restarts on a fresh data \
                  dir, slowest start {} ms), {} state file objects before the collector, {} \
                  live after; {}",
+                started.elapsed().as_secs_f64(),
                 r.crashes,
                 r.fresh_dirs,
                 r.slowest_start_ms,
@@ -734,17 +753,21 @@ async fn run_seed(ctx: &mut Ctx, seed: u64, knobs: &Knobs) -> Result<SeedReport,
     }
     if ctx.stores.remote() {
         for which in [Outage::ObjectStore, Outage::MetaStore] {
+            let started = Instant::now();
             match outage(ctx, seed, which, &knobs.outages).await {
                 Ok(r) => {
                     let each: Vec<String> = r
                         .outages
                         .iter()
-                        .map(|(away, again)| format!("away {away} ms, commits again {again} ms later"))
+                        .map(|(away, again)| {
+                            format!("away {away} ms, commits again {again} ms later")
+                        })
                         .collect();
                     say(&format!(
-                        "state_store: seed {seed} {} outages ok: {}; {} FLUSHes succeeded while \
-                         it was away; {}",
+                        "state_store: seed {seed} {} outages ok in {:.1}s: {}; {} FLUSHes \
+                         succeeded while it was away; {}",
                         r.which.label(),
+                        started.elapsed().as_secs_f64(),
                         each.join("; "),
                         r.ok_during_outage,
                         stats_line(&r.stats)

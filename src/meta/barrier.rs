@@ -293,6 +293,7 @@ impl BarrierManager {
         for (w, a) in add_sources {
             self.sources.insert(a, w);
         }
+        let started = std::time::Instant::now();
         let mut pending: HashSet<ActorId> = self.actors.clone();
         // inject
         let mut by_worker: HashMap<WorkerId, Vec<ActorId>> = HashMap::new();
@@ -355,6 +356,7 @@ impl BarrierManager {
         // and a failed barrier leaves the old catalog committed. Both steps
         // retry transient faults of the object and meta stores themselves,
         // so an error here is final for this epoch.
+        let collected = started.elapsed();
         let files = match self.store.sync(prev).await {
             Ok(files) => files,
             Err(e) => {
@@ -363,12 +365,22 @@ impl BarrierManager {
                 return Err(e);
             }
         };
+        let synced = started.elapsed();
+        let file_count = files.len();
         match self
             .committer
             .commit_epoch(prev, files, meta_snapshot)
             .await
         {
             Ok(()) => {
+                tracing::debug!(
+                    epoch = prev,
+                    collect_ms = collected.as_millis() as u64,
+                    sync_ms = (synced - collected).as_millis() as u64,
+                    commit_ms = (started.elapsed() - synced).as_millis() as u64,
+                    files = file_count,
+                    "barrier committed"
+                );
                 let _ = self.committed.send(prev);
                 Ok(prev)
             }

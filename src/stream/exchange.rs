@@ -16,7 +16,7 @@ use crate::common::encoding::vnode_of;
 use crate::common::{Op, Row, StreamChunk};
 
 /// Capacity of an actor-to-actor channel, in messages.
-pub const CHANNEL_CAPACITY: usize = 16;
+pub const CHANNEL_CAPACITY: usize = 4;
 
 type Channel = (
     Option<mpsc::Sender<Message>>,

@@ -149,7 +149,9 @@ fn check(c: &Case) -> Result<bool, String> {
         ));
     };
     if status.success() {
-        return Err(format!("{what}: exited with success\n--- stderr ---\n{tail}"));
+        return Err(format!(
+            "{what}: exited with success\n--- stderr ---\n{tail}"
+        ));
     }
     let last = o
         .stderr
@@ -171,7 +173,10 @@ fn check(c: &Case) -> Result<bool, String> {
     say(&format!(
         "state_store: bad config {}: exit {} in {} ms: {last}",
         c.what,
-        status.code().map(|c| c.to_string()).unwrap_or("signal".into()),
+        status
+            .code()
+            .map(|c| c.to_string())
+            .unwrap_or("signal".into()),
         o.took.as_millis()
     ));
     Ok(true)

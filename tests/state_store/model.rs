@@ -60,9 +60,21 @@ pub type Model = BTreeMap<i32, (i32, i64)>;
 pub enum Op {
     /// Rows with ids never used before.
     Insert(Vec<(i32, i32, i64)>),
-    AddV { m: i32, r: i32, d: i64 },
-    SetG { m: i32, r: i32, g: i32 },
-    Delete { m: i32, r: i32, below: i64 },
+    AddV {
+        m: i32,
+        r: i32,
+        d: i64,
+    },
+    SetG {
+        m: i32,
+        r: i32,
+        g: i32,
+    },
+    Delete {
+        m: i32,
+        r: i32,
+        below: i64,
+    },
 }
 
 impl Op {
@@ -386,7 +398,11 @@ impl Writer {
                     &multiset(&acc_rows(&recovered)),
                     15
                 ),
-                diff_report(&multiset(&acc_rows(&all)), &multiset(&acc_rows(&recovered)), 15),
+                diff_report(
+                    &multiset(&acc_rows(&all)),
+                    &multiset(&acc_rows(&recovered)),
+                    15
+                ),
             );
             for op in &self.uncertain {
                 let _ = writeln!(what, "    {};", op.sql());
@@ -402,7 +418,9 @@ impl Writer {
         self.stats.reconciles += 1;
         self.stats.kept += bits.matches('1').count();
         self.stats.lost += bits.matches('0').count();
-        self.note(&format!("-- reconciled: uncertain statements kept [{bits}]"));
+        self.note(&format!(
+            "-- reconciled: uncertain statements kept [{bits}]"
+        ));
         Ok(bits)
     }
 
