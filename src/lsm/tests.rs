@@ -218,24 +218,17 @@ async fn compaction_matches_a_model_under_writes_deletes_and_crashes() {
     assert_eq!(bottom_tombstones, 0, "the bottom level holds no tombstone");
 
     // Garbage collection: every object not in the version goes (grace 0).
-    let before = o
-        .versions
-        .sst_store()
-        .objects()
-        .list_ssts()
-        .await
-        .expect("list");
+    let objects = || async {
+        let listed = o.versions.sst_store().objects().list_ssts().await;
+        listed.expect("list").len()
+    };
     let live = version.files().count();
-    assert!(before.len() > live, "crashes and compactions left garbage");
+    assert!(
+        objects().await > live,
+        "crashes and compactions left garbage"
+    );
     o.versions.collect_garbage().await.expect("gc");
-    let after = o
-        .versions
-        .sst_store()
-        .objects()
-        .list_ssts()
-        .await
-        .expect("list");
-    assert_eq!(after.len(), live, "only the live files remain");
+    assert_eq!(objects().await, live, "only the live files remain");
     check_model(&o, &model, &mut rng).await;
 }
 

@@ -274,6 +274,12 @@ impl VersionManager {
                 retired.push((f.id, Arc::downgrade(f)));
             }
         }
+        self.install(&next);
+        Ok(next)
+    }
+
+    /// Makes `version` the current one in every registered store.
+    fn install(&self, version: &Arc<Version>) {
         let stores: Vec<Arc<LsmStateStore>> = self
             .stores
             .lock()
@@ -281,9 +287,8 @@ impl VersionManager {
             .filter_map(Weak::upgrade)
             .collect();
         for s in stores {
-            s.install_version(next.clone());
+            s.install_version(version.clone());
         }
-        Ok(next)
     }
 
     /// Starts the compactor and the garbage collector.
@@ -520,15 +525,7 @@ impl EpochCommitter for VersionManager {
                 *self.catalog.lock() = Some(Bytes::from(c));
             }
             *self.current.write() = version.clone();
-            let stores: Vec<Arc<LsmStateStore>> = self
-                .stores
-                .lock()
-                .iter()
-                .filter_map(Weak::upgrade)
-                .collect();
-            for s in stores {
-                s.install_version(version.clone());
-            }
+            self.install(&version);
         }
         self.uncertain.store(false, Ordering::SeqCst);
         Ok(())
