@@ -81,7 +81,23 @@ impl Default for PlaygroundArgs {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+/// A failed start is one line on stderr (`Error: …`, the causes joined,
+/// newlines of a service's answer folded) and exit status 1.
+fn main() -> std::process::ExitCode {
+    match main_inner() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            let line = format!("{e:#}")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("Error: {line}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn main_inner() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -23,13 +23,16 @@
 //!    committed epoch did not go back. At the end a restart with
 //!    `--gc-grace-ms 0 --gc-interval-ms 200` must leave exactly the live
 //!    files (`rw_state_files`) on the store — the crashes' garbage
-//!    collected, nothing live deleted — and reads still match.
-//! 2. *Object store outage* (S3 only): under steady DML with FLUSH
+//!    collected, nothing live deleted — and reads still match; so must a
+//!    few seconds of writes under that collector (it must spare the files
+//!    of epochs about to commit), also after a restart that reads every
+//!    live file back (with the collector every 20 ms there).
+//! 2. *Object store outage* (S3 only; `outage`): under steady DML with FLUSH
 //!    acknowledgements SeaweedFS is stopped for a short while (shorter than
 //!    the 30 s retry window) and once for longer (the cluster fails and
 //!    recovers), then started again. FLUSHes meanwhile may wait or fail,
 //!    never succeed while rows were lost; after each outage a FLUSH must
-//!    succeed within `COMMIT_AGAIN_WAIT` with no help, and at the end every
+//!    succeed within 60 s with no help, and at the end every
 //!    acknowledged row is there once and the MVs match.
 //! 3. *Meta store outage*: the same with the PostgreSQL meta store stopped
 //!    (`immediate`) and started again on the same port.
@@ -42,7 +45,7 @@
 //! last log lines. The closing line is `state_store: N passed, N failed`.
 //!
 //! Environment: `STATE_STORE_SEEDS=1,2`, `STATE_STORE_CRASHES=n` (crashes
-//! per seed, 12), `STATE_STORE_SHORT_OUTAGE_SECS` (5),
+//! per seed, 20), `STATE_STORE_SHORT_OUTAGE_SECS` (5),
 //! `STATE_STORE_LONG_OUTAGE_SECS` (40), `STATE_STORE_SEED_TIMEOUT_SECS`
 //! (400) bounds one seed.
 
@@ -52,10 +55,11 @@ mod common;
 mod bad_config;
 #[path = "state_store/model.rs"]
 mod model;
+#[path = "state_store/outage.rs"]
+mod outage;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -66,26 +70,24 @@ use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say};
 use common::stores::Stores;
 use common::{EbbflowServer, Postgres, ServerOptions, TempDir};
 use model::{must, Stats, Writer, MVS, TABLES};
+use outage::{outage, Outage};
 
 const DEFAULT_SEEDS: &[u64] = &[61];
-const DEFAULT_CRASHES: usize = 12;
+const DEFAULT_CRASHES: usize = 20;
 /// Bound of a statement when no store is away.
 const STMT_TIMEOUT: Duration = Duration::from_secs(20);
-/// Bound of a statement or FLUSH while a store is away: the retry window
-/// (30 s), the recovery after it, the store's return.
-const OUTAGE_STMT_TIMEOUT: Duration = Duration::from_secs(100);
 /// Bound of a (re)start until `listening on`.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long after `debug_crash_at` is armed the process must have aborted
 /// under writes.
 const CRASH_WAIT: Duration = Duration::from_secs(20);
-/// How long after a store is back a FLUSH must have succeeded.
-const COMMIT_AGAIN_WAIT: Duration = Duration::from_secs(60);
 /// How long the collector (every 200 ms, no grace) may take to leave
 /// exactly the live files.
 const GC_WAIT: Duration = Duration::from_secs(20);
-/// Steady writes before and after each outage.
-const STEADY: Duration = Duration::from_secs(2);
+/// Writes while the collector runs without grace, every
+/// `GC_UNDER_LOAD_INTERVAL_MS`.
+const GC_UNDER_LOAD: Duration = Duration::from_secs(4);
+const GC_UNDER_LOAD_INTERVAL_MS: u64 = 20;
 
 /// What the scenarios share.
 pub struct Ctx {
@@ -336,13 +338,58 @@ async fn crash_body(
             .map(|s| s.to_string()),
     );
     w.note("-- restart with --gc-grace-ms 0 --gc-interval-ms 200");
-    let eb = node.start(ctx.stores.remote()).await?;
+    let mut eb = node.start(ctx.stores.remote()).await?;
     let live_files = collect_garbage(ctx, node, &eb).await?;
     w.check(&eb, STMT_TIMEOUT).await?;
     say(&format!(
         "state_store: garbage collected: {objects_before_gc} state file objects before, \
          {live_files} (the live files) after"
     ));
+
+    // The collector must spare the files of epochs not committed yet:
+    // write under it (running often), then read everything back cold after
+    // a restart.
+    node.stop().await;
+    for arg in node.opts.args.iter_mut() {
+        if arg == "200" {
+            *arg = GC_UNDER_LOAD_INTERVAL_MS.to_string();
+        }
+    }
+    w.note(&format!(
+        "-- restart with --gc-grace-ms 0 --gc-interval-ms {GC_UNDER_LOAD_INTERVAL_MS}; writes"
+    ));
+    eb = node.start(ctx.stores.remote()).await?;
+    let until = Instant::now() + GC_UNDER_LOAD;
+    while Instant::now() < until {
+        let op = w.next_op();
+        if let Some(e) = w.send(&eb, op, STMT_TIMEOUT).await? {
+            return Err(format!(
+                "a statement failed under the collector, with no fault: {}",
+                describe_pg_error(&e)
+            ));
+        }
+        if w.uncertain.len() >= 3 {
+            if let Some(e) = w.flush(&eb, STMT_TIMEOUT).await? {
+                return Err(format!(
+                    "FLUSH failed under the collector, with no fault: {}",
+                    describe_pg_error(&e)
+                ));
+            }
+        }
+    }
+    if let Some(e) = w.flush(&eb, STMT_TIMEOUT).await? {
+        return Err(format!("FLUSH: {}", describe_pg_error(&e)));
+    }
+    collect_garbage(ctx, node, &eb)
+        .await
+        .map_err(|e| format!("after writes under the collector (grace 0): {e}"))?;
+    w.check(&eb, STMT_TIMEOUT).await?;
+    node.stop().await;
+    w.note("-- restart: every live file is read from the store");
+    eb = node.start(ctx.stores.remote()).await?;
+    w.check(&eb, STMT_TIMEOUT)
+        .await
+        .map_err(|e| format!("after writes under the collector (grace 0) and a restart: {e}"))?;
     Ok(CrashReport {
         crashes: n,
         fresh_dirs: node.fresh_dirs,
@@ -353,24 +400,41 @@ async fn crash_body(
     })
 }
 
+/// The ids of the live state files (`rw_state_files`).
+async fn live_files(eb: &Client) -> Result<BTreeSet<String>, String> {
+    Ok(must(eb, "SELECT id FROM rw_state_files", STMT_TIMEOUT)
+        .await?
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().flatten())
+        .collect())
+}
+
 /// Waits until the state file objects are exactly the live files (twice
-/// in a row: a compaction may commit between the two reads). Returns how
-/// many are live.
+/// in a row: a compaction may commit between the reads). Returns how many
+/// are live. A file live in two reads of the version and missing from a
+/// listing taken between them was deleted while live: a failure at once.
 async fn collect_garbage(ctx: &Ctx, node: &Node, eb: &Client) -> Result<usize, String> {
     let deadline = Instant::now() + GC_WAIT;
     let mut agreed = 0;
-    // Live files missing from the store, per consecutive round.
-    let mut missing_rounds = 0;
     loop {
+        let before = live_files(eb).await?;
         let objects = ctx.stores.sst_objects(&node.name, node.dir.path())?;
-        let live: BTreeSet<String> = must(eb, "SELECT id FROM rw_state_files", STMT_TIMEOUT)
-            .await?
-            .into_iter()
-            .filter_map(|r| r.into_iter().next().flatten())
+        let live = live_files(eb).await?;
+        let deleted: Vec<&String> = before
+            .intersection(&live)
+            .filter(|id| !objects.contains(*id))
             .collect();
+        if !deleted.is_empty() {
+            return Err(format!(
+                "live state files were deleted from the store: {deleted:?} (live in the \
+                 version read before and after a listing of {} objects that lacks them; {} \
+                 live files)",
+                objects.len(),
+                live.len()
+            ));
+        }
         let garbage: Vec<&String> = objects.difference(&live).collect();
-        let missing: Vec<&String> = live.difference(&objects).collect();
-        if garbage.is_empty() && missing.is_empty() {
+        if garbage.is_empty() && before == live && objects == live {
             agreed += 1;
             if agreed == 2 {
                 return Ok(live.len());
@@ -378,320 +442,18 @@ async fn collect_garbage(ctx: &Ctx, node: &Node, eb: &Client) -> Result<usize, S
         } else {
             agreed = 0;
         }
-        missing_rounds = if missing.is_empty() {
-            0
-        } else {
-            missing_rounds + 1
-        };
-        if missing_rounds >= 3 {
-            return Err(format!(
-                "live state files are not on the store (deleted?): {missing:?} ({} live, {} \
-                 objects)",
-                live.len(),
-                objects.len()
-            ));
-        }
         if Instant::now() > deadline {
             return Err(format!(
-                "{} s after a restart with --gc-grace-ms 0 --gc-interval-ms 200 the store \
-                 holds {} state file objects for {} live files: garbage {:?}, missing {:?}",
+                "{} s after a restart with --gc-grace-ms 0 the store holds {} state file \
+                 objects for {} live files: garbage {:?}",
                 GC_WAIT.as_secs(),
                 objects.len(),
                 live.len(),
                 garbage.iter().take(10).collect::<Vec<_>>(),
-                missing.iter().take(10).collect::<Vec<_>>()
             ));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-}
-
-/// Which store goes away.
-#[derive(Clone, Copy, Debug)]
-enum Outage {
-    ObjectStore,
-    MetaStore,
-}
-
-impl Outage {
-    fn label(self) -> &'static str {
-        match self {
-            Outage::ObjectStore => "object store",
-            Outage::MetaStore => "meta store",
-        }
-    }
-
-    fn tag(self) -> &'static str {
-        match self {
-            Outage::ObjectStore => "s3out",
-            Outage::MetaStore => "metaout",
-        }
-    }
-}
-
-/// Stops or starts the store. Blocking (a restart waits until it serves).
-fn set_store(ctx: &mut Ctx, which: Outage, up: bool) -> Result<(), String> {
-    tokio::task::block_in_place(|| match which {
-        Outage::ObjectStore => {
-            let weed = ctx
-                .stores
-                .weed_mut()
-                .ok_or_else(|| "no SeaweedFS".to_string())?;
-            if up {
-                weed.restart()
-            } else {
-                weed.stop();
-                Ok(())
-            }
-        }
-        Outage::MetaStore => {
-            let pg = ctx.pg.as_mut().ok_or_else(|| "no PostgreSQL".to_string())?;
-            if up {
-                pg.restart()
-            } else {
-                pg.stop();
-                Ok(())
-            }
-        }
-    })
-}
-
-/// What the writing task and the outages share.
-#[derive(Default)]
-struct Shared {
-    /// Bumped when a store is stopped and again when it is back: odd
-    /// during an outage. A statement or FLUSH may fail only if it moved
-    /// since the last acknowledgement.
-    faults: AtomicU64,
-    stop: AtomicBool,
-    /// When a FLUSH last succeeded.
-    last_ok_flush: Mutex<Option<Instant>>,
-    /// FLUSHes that succeeded while a store was away.
-    ok_during_outage: AtomicU64,
-    /// Events of the main task, merged into the log at the end.
-    events: Mutex<Vec<String>>,
-}
-
-impl Shared {
-    fn calm_since(&self, since: u64) -> bool {
-        let now = self.faults.load(Ordering::SeqCst);
-        now == since && now.is_multiple_of(2)
-    }
-
-    fn event(&self, what: &str) {
-        let line = format!(
-            "/* {} */ -- {what}",
-            chrono::Utc::now().format("%H:%M:%S%.3f")
-        );
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(line);
-    }
-}
-
-/// Once no store is away: FLUSH until one succeeds (each bounded; all
-/// within `deadline`), then find which uncertain statements ebbflow kept.
-/// Reads need the object store, so this waits for it.
-async fn settle(w: &mut Writer, eb: &Client, sh: &Shared, deadline: Instant) -> Result<(), String> {
-    loop {
-        while !sh.faults.load(Ordering::SeqCst).is_multiple_of(2) {
-            if Instant::now() > deadline {
-                return Err("a store was still away at the deadline".into());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        match w.flush(eb, OUTAGE_STMT_TIMEOUT).await? {
-            None => break,
-            Some(e) if Instant::now() > deadline => {
-                return Err(format!(
-                    "FLUSH still fails: {} (the cluster does not commit again)",
-                    describe_pg_error(&e)
-                ))
-            }
-            Some(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-    if w.failed {
-        w.reconcile(eb, OUTAGE_STMT_TIMEOUT).await?;
-    }
-    Ok(())
-}
-
-/// Steady DML with FLUSH points until told to stop. After a failure no
-/// new statement is sent until a FLUSH succeeded and the uncertain ones
-/// are reconciled.
-async fn write_steadily(
-    mut w: Writer,
-    eb: Client,
-    sh: Arc<Shared>,
-) -> (Writer, Client, Result<(), String>) {
-    let mut ack_faults = 0;
-    let result = async {
-        while !sh.stop.load(Ordering::SeqCst) {
-            let mut failure = None;
-            for _ in 0..w.rng.gen_range(1..=5) {
-                let op = w.next_op();
-                if let Some(e) = w.send(&eb, op, OUTAGE_STMT_TIMEOUT).await? {
-                    failure = Some(format!("a statement failed: {}", describe_pg_error(&e)));
-                    break;
-                }
-            }
-            if failure.is_none() {
-                if let Some(e) = w.flush(&eb, OUTAGE_STMT_TIMEOUT).await? {
-                    if e.as_db_error().is_none() {
-                        return Err(format!(
-                            "FLUSH failed without an error from the server: {}",
-                            describe_pg_error(&e)
-                        ));
-                    }
-                    failure = Some(format!("FLUSH failed: {}", describe_pg_error(&e)));
-                }
-            }
-            if let Some(what) = failure {
-                if sh.calm_since(ack_faults) {
-                    return Err(format!(
-                        "{what}, with no outage since the last acknowledgement"
-                    ));
-                }
-                settle(&mut w, &eb, &sh, Instant::now() + OUTAGE_STMT_TIMEOUT * 2).await?;
-            }
-            let faults = sh.faults.load(Ordering::SeqCst);
-            if !faults.is_multiple_of(2) {
-                sh.ok_during_outage.fetch_add(1, Ordering::SeqCst);
-            }
-            ack_faults = faults;
-            *sh.last_ok_flush.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Ok(())
-    }
-    .await;
-    (w, eb, result)
-}
-
-/// What an outage scenario did.
-struct OutageReport {
-    which: Outage,
-    /// Per outage: how long the store was away and how long after its
-    /// return a FLUSH succeeded.
-    outages: Vec<(u128, u128)>,
-    ok_during_outage: u64,
-    stats: Stats,
-}
-
-async fn outage(
-    ctx: &mut Ctx,
-    seed: u64,
-    which: Outage,
-    lengths: &[Duration],
-) -> Result<OutageReport, String> {
-    let name = format!("{}{seed}", which.tag());
-    let mut node = Node::new(ctx, &name).await?;
-    let mut w = Writer::new(seed ^ 0x5eed);
-    let result = outage_body(ctx, &mut node, &mut w, which, lengths).await;
-    // The store is back even after a failure, for the next scenario.
-    let restored = set_store(ctx, which, true);
-    node.stop().await;
-    if let Some(pg) = &ctx.pg {
-        ctx.stores.drop_meta(pg, &name).await;
-    }
-    let scenario = format!("{}-outage", which.tag());
-    result
-        .and_then(|r| restored.map(|()| r))
-        .map_err(|e| node.fail(&w, &scenario, seed, &e))
-}
-
-async fn outage_body(
-    ctx: &mut Ctx,
-    node: &mut Node,
-    w: &mut Writer,
-    which: Outage,
-    lengths: &[Duration],
-) -> Result<OutageReport, String> {
-    let eb = node.start(false).await?;
-    setup(&eb, w).await?;
-    let sh = Arc::new(Shared::default());
-    let writer = std::mem::replace(w, Writer::new(0));
-    let task = tokio::spawn(write_steadily(writer, eb, sh.clone()));
-    let mut outages = Vec::new();
-    let store = which.label();
-    let timeline: Result<(), String> = async {
-        tokio::time::sleep(STEADY).await;
-        for len in lengths {
-            if task.is_finished() {
-                break;
-            }
-            sh.faults.fetch_add(1, Ordering::SeqCst);
-            sh.event(&format!("{store} stopped for {} s", len.as_secs()));
-            let down = Instant::now();
-            set_store(ctx, which, false)?;
-            tokio::time::sleep(*len).await;
-            set_store(ctx, which, true)?;
-            let back = Instant::now();
-            sh.faults.fetch_add(1, Ordering::SeqCst);
-            sh.event(&format!("{store} back"));
-            let deadline = back + COMMIT_AGAIN_WAIT;
-            loop {
-                let last = *sh.last_ok_flush.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(t) = last.filter(|t| *t > back) {
-                    let again = t.duration_since(back).as_millis();
-                    sh.event(&format!(
-                        "a FLUSH succeeded {again} ms after the {store} came back"
-                    ));
-                    say(&format!(
-                        "state_store: {store} away {} ms: a FLUSH succeeded {again} ms after \
-                         it came back",
-                        back.duration_since(down).as_millis()
-                    ));
-                    outages.push((back.duration_since(down).as_millis(), again));
-                    break;
-                }
-                if task.is_finished() {
-                    // Its error is reported below.
-                    return Ok(());
-                }
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "no FLUSH succeeded within {} s of the {store} coming back after {} s \
-                         away: the cluster does not commit again by itself",
-                        COMMIT_AGAIN_WAIT.as_secs(),
-                        len.as_secs()
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            tokio::time::sleep(STEADY).await;
-        }
-        Ok(())
-    }
-    .await;
-    sh.stop.store(true, Ordering::SeqCst);
-    let joined = tokio::time::timeout(OUTAGE_STMT_TIMEOUT * 3, task).await;
-    let (writer, eb, written) = match joined {
-        Ok(Ok(t)) => t,
-        Ok(Err(e)) => return Err(format!("the writing task panicked: {e}")),
-        Err(_) => return Err("the writing task did not stop within 300 s".into()),
-    };
-    *w = writer;
-    // The main task's events into the log, in time order.
-    w.log.extend(
-        sh.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..),
-    );
-    w.log.sort_by(|a, b| a.get(..18).cmp(&b.get(..18)));
-    timeline?;
-    written?;
-    settle(w, &eb, &sh, Instant::now() + COMMIT_AGAIN_WAIT).await?;
-    w.check(&eb, STMT_TIMEOUT).await?;
-    Ok(OutageReport {
-        which,
-        outages,
-        ok_during_outage: sh.ok_during_outage.load(Ordering::SeqCst),
-        stats: w.stats.clone(),
-    })
 }
 
 /// Knobs of a run.

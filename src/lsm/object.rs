@@ -30,6 +30,9 @@ use crate::storage::{StorageError, StorageResult};
 /// Folder of the state files under the store's root.
 const SST_DIR: &str = "sst";
 
+/// How long a read of a state file retries transient faults.
+pub const READ_RETRY_FOR: Duration = Duration::from_secs(30);
+
 /// The object store holding state files, and the root they live under.
 #[derive(Clone, Debug)]
 pub struct ObjectStorage {
@@ -37,6 +40,10 @@ pub struct ObjectStorage {
     root: Path,
     /// The URL it was opened from, for messages.
     url: String,
+    /// How far an object's `last_modified` may lag the moment it was
+    /// written, as seen by this process's clock: S3 stamps whole seconds
+    /// with the server's clock; a local directory stamps exactly.
+    stamp_margin: Duration,
 }
 
 /// One state file found by [`ObjectStorage::list_ssts`].
@@ -69,6 +76,7 @@ impl ObjectStorage {
                 store: Arc::new(fs),
                 root: Path::default(),
                 url: url.to_string(),
+                stamp_margin: Duration::ZERO,
             });
         }
         if let Some(rest) = url.strip_prefix("s3://") {
@@ -88,6 +96,11 @@ impl ObjectStorage {
                         .with_connect_timeout(Duration::from_secs(3))
                         .with_timeout(Duration::from_secs(30)),
                 );
+            // Client options replace those `from_env` read, AWS_ALLOW_HTTP
+            // among them: apply it again.
+            let allow_http = std::env::var("AWS_ALLOW_HTTP")
+                .is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+            builder = builder.with_allow_http(allow_http);
             if std::env::var_os("AWS_REGION").is_none()
                 && std::env::var_os("AWS_DEFAULT_REGION").is_none()
             {
@@ -100,9 +113,15 @@ impl ObjectStorage {
                 store: Arc::new(s3),
                 root: Path::from(prefix),
                 url: url.to_string(),
+                stamp_margin: Duration::from_secs(2),
             });
         }
         Err(bad("expected file:///dir or s3://bucket/prefix"))
+    }
+
+    /// See the field's doc.
+    pub fn stamp_margin(&self) -> Duration {
+        self.stamp_margin
     }
 
     /// The URL the store was opened from.
@@ -159,17 +178,41 @@ impl ObjectStorage {
         }
     }
 
+    /// Reads part of a state file. Transient faults are retried with
+    /// backoff for [`READ_RETRY_FOR`] (an object store that is away stalls
+    /// the reader, as it stalls uploads); a missing file is an error at
+    /// once.
     pub async fn get_range(&self, id: u64, range: Range<u64>) -> StorageResult<Bytes> {
-        self.store
-            .get_range(&self.sst_path(id), range)
-            .await
-            .map_err(|e| {
-                io(
-                    &self.url,
-                    &format!("read of state file {id:016x} failed"),
-                    e,
-                )
-            })
+        let started = std::time::Instant::now();
+        let mut delay = Duration::from_millis(50);
+        loop {
+            match self
+                .store
+                .get_range(&self.sst_path(id), range.clone())
+                .await
+            {
+                Ok(b) => return Ok(b),
+                Err(e @ object_store::Error::NotFound { .. }) => {
+                    return Err(io(
+                        &self.url,
+                        &format!("state file {id:016x} is missing"),
+                        e,
+                    ))
+                }
+                Err(e) if started.elapsed() >= READ_RETRY_FOR => {
+                    return Err(io(
+                        &self.url,
+                        &format!("read of state file {id:016x} failed"),
+                        e,
+                    ))
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "state file read failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
     }
 
     pub async fn get_all(&self, id: u64) -> StorageResult<Bytes> {

@@ -88,6 +88,9 @@ pub struct VersionManager {
     last_epoch_commit: Mutex<Instant>,
     /// A compaction is writing outputs that no version references yet.
     compacting: AtomicBool,
+    /// Compactions started so far: a collector that saw it change while it
+    /// worked stops (outputs it listed may have been committed since).
+    compactions_started: std::sync::atomic::AtomicU64,
     /// Files compaction took out of the version, until deleted: each is
     /// deleted once no version that lists it is held anywhere (its
     /// `SstInfo` is shared by those versions only).
@@ -134,6 +137,7 @@ impl VersionManager {
             options,
             last_epoch_commit: Mutex::new(Instant::now()),
             compacting: AtomicBool::new(false),
+            compactions_started: std::sync::atomic::AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
             wake_compactor: tokio::sync::Notify::new(),
             cursor: Mutex::new(Vec::new()),
@@ -348,6 +352,7 @@ impl VersionManager {
             Pick::Trivial(remove) => (Vec::new(), remove),
             Pick::Merge(task) => {
                 self.compacting.store(true, Ordering::SeqCst);
+                self.compactions_started.fetch_add(1, Ordering::SeqCst);
                 let started = Instant::now();
                 let result = compactor::run(
                     &self.sst,
@@ -424,6 +429,9 @@ impl VersionManager {
     /// retired files no reader holds. Returns how many it deleted.
     pub async fn collect_garbage(&self) -> StorageResult<usize> {
         let mut deleted = self.delete_retired().await?;
+        // Taken before the listing: a compaction that starts later uploads
+        // outputs the listing may hold, and commits them at any moment.
+        let generation = self.compactions_started.load(Ordering::SeqCst);
         if self.compacting.load(Ordering::SeqCst) {
             return Ok(deleted);
         }
@@ -432,17 +440,27 @@ impl VersionManager {
         // wrote them may still commit.
         let horizon = {
             let last = *self.last_epoch_commit.lock();
-            let age = last.elapsed() + grace;
+            // Object stores stamp objects in whole seconds (S3), maybe
+            // with another clock: keep a margin on top of the grace.
+            let age = last.elapsed() + grace + self.sst.objects().stamp_margin();
             chrono::Utc::now() - chrono::Duration::from_std(age).unwrap_or_default()
         };
         let listed = self.sst.objects().list_ssts().await?;
-        let live: BTreeSet<u64> = self.current().files().map(|f| f.id).collect();
         for obj in listed {
-            if live.contains(&obj.id) || obj.last_modified > horizon {
+            if obj.last_modified > horizon {
                 continue;
             }
+            // Checked against the current version right before each
+            // delete, and only while no compaction started since the
+            // listing: a file it listed can become live meanwhile.
+            if self.compacting.load(Ordering::SeqCst)
+                || self.compactions_started.load(Ordering::SeqCst) != generation
+            {
+                break;
+            }
+            let live = self.current().files().any(|f| f.id == obj.id);
             let held = self.retired.lock().iter().any(|(id, _)| *id == obj.id);
-            if held || self.compacting.load(Ordering::SeqCst) {
+            if live || held {
                 continue;
             }
             self.sst.objects().delete(obj.id).await?;

@@ -270,6 +270,11 @@ impl EbbflowServer {
                 "RUST_LOG",
                 std::env::var("EBBFLOW_LOG").unwrap_or_else(|_| "info".into()),
             )
+            // Under RUST_BACKTRACE=1 the error a server exits with at start
+            // would be followed by its capture backtrace, which pushes the
+            // `Error:` line out of the log tail a failure shows. Panics
+            // keep their backtraces.
+            .env("RUST_LIB_BACKTRACE", "0")
             .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
