@@ -1022,5 +1022,10 @@ fn redact_query(s: &str) -> String {
     out
 }
 
+/// Backend-independent checks shared by the SQLite unit tests and the
+/// PostgreSQL integration tests; public only for the latter.
+#[doc(hidden)]
+pub mod checks;
+
 #[cfg(test)]
 mod tests;
