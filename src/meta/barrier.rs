@@ -155,7 +155,9 @@ impl BarrierManager {
         dml_gate: Arc<tokio::sync::RwLock<()>>,
         failure_state: Arc<FailureState>,
     ) -> Self {
-        let epoch = committer.committed_epoch();
+        // The first barrier closes an epoch after the committed one (see
+        // `while_failed`).
+        let epoch = committer.committed_epoch() + 1;
         BarrierManager {
             store,
             committer,
@@ -184,7 +186,10 @@ impl BarrierManager {
             while self.events.try_recv().is_ok() {}
             self.actors = reset.actors.into_iter().collect();
             self.sources = reset.sources.into_iter().map(|(w, a)| (a, w)).collect();
-            self.epoch = self.epoch.max(self.committer.committed_epoch());
+            // The recovery barrier closes an epoch after the committed
+            // one: what actors write before it must not share an epoch
+            // with committed files, or reads could not order the two.
+            self.epoch = self.epoch.max(self.committer.committed_epoch() + 1);
             self.failed = false;
             self.clear_on_inject = true;
             let r = self.one_barrier(c.spec).await;

@@ -490,6 +490,14 @@ impl EpochCommitter for VersionManager {
         catalog: Option<Bytes>,
     ) -> StorageResult<()> {
         let _commit = self.commit_lock.lock().await;
+        let committed = self.current().committed_epoch;
+        if epoch <= committed {
+            // Files of an epoch already committed could not be ordered
+            // against that epoch's committed files.
+            return Err(StorageError::Io(format!(
+                "epoch {epoch} is not after the committed epoch {committed}"
+            )));
+        }
         let drops: Vec<TableId> = std::mem::take(&mut *self.pending_drops.lock())
             .into_iter()
             .collect();

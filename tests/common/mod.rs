@@ -96,18 +96,41 @@ impl LogTail {
         lines.iter().skip(lines.len() - new).cloned().collect()
     }
 
-    /// The last `n` lines, joined.
+    /// The last `n` lines, joined. A panic's backtrace frames count as
+    /// one line, so the panic message stays in view.
     pub fn tail(&self, n: usize) -> String {
         let guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        let lines = &guard.1;
-        let skip = lines.len().saturating_sub(n);
-        lines
-            .iter()
-            .skip(skip)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        let mut out: Vec<String> = Vec::new();
+        let mut frames = 0;
+        for line in guard.1.iter().rev() {
+            if is_backtrace_frame(line) {
+                frames += 1;
+                continue;
+            }
+            if frames > 0 {
+                out.push(format!("  [{frames} backtrace lines]"));
+                frames = 0;
+            }
+            out.push(line.clone());
+        }
+        if frames > 0 {
+            out.push(format!("  [{frames} backtrace lines]"));
+        }
+        out.truncate(n);
+        out.reverse();
+        out.join("\n")
     }
+}
+
+/// `  12: some::function` or `             at src/file.rs:1:2`.
+fn is_backtrace_frame(line: &str) -> bool {
+    let t = line.trim_start();
+    if t.len() == line.len() {
+        return false;
+    }
+    t.starts_with("at ")
+        || t.split_once(": ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Sends `signal` (`TERM`, `KILL`) to `pid` (no libc dependency: the
