@@ -277,6 +277,33 @@ async fn dropped_tables_leave_the_files() {
     assert!(o.store.scan(t5, false).await.expect("scan").is_empty());
 }
 
+/// Files of an epoch that is already committed are refused: reads could
+/// not order them against that epoch's committed files.
+#[tokio::test]
+async fn an_epoch_commits_once() {
+    let dir = Dir::new("epoch-once");
+    let (s, v) = tiny_options();
+    let o = open(&dir, &s, &v).await;
+    for value in ["a", "b"] {
+        o.store
+            .ingest(3, vec![(key(1, 1), Some(Bytes::from(value)))])
+            .expect("ingest");
+        let files = o.store.sync(3).await.expect("sync");
+        let r = o.versions.commit_epoch(3, files, None).await;
+        if value == "a" {
+            r.expect("the first commit of epoch 3");
+        } else {
+            let err = r.expect_err("a second commit of epoch 3");
+            assert!(err.to_string().contains("not after"), "{err}");
+        }
+    }
+    o.store.abort_uncommitted();
+    assert_eq!(
+        o.store.get(&key(1, 1), false).await.expect("get"),
+        Some(Bytes::from("a"))
+    );
+}
+
 /// A second meta on the same meta store that loaded an older version
 /// cannot commit.
 #[tokio::test]
