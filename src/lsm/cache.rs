@@ -110,7 +110,10 @@ impl SstStore {
                     .objects
                     .get_range(f.id, offset..offset + len as u64)
                     .await?;
-                Block::decode(data).map(Arc::new).map_err(|e| corrupt(f, e))
+                index
+                    .decode_block(i, data)
+                    .map(Arc::new)
+                    .map_err(|e| corrupt(f, e))
             })
             .await
     }
@@ -130,7 +133,7 @@ impl SstStore {
             let Some(bytes) = data.get(offset as usize..offset as usize + len as usize) else {
                 return;
             };
-            if let Ok(block) = Block::decode(data.slice_ref(bytes)) {
+            if let Ok(block) = index.decode_block(i, data.slice_ref(bytes)) {
                 self.blocks.insert((f.id, i as u32), Arc::new(block));
             }
         }

@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::compactor::CompactionOptions;
-use super::sst::SstOptions;
+use super::sst::{Compression, SstOptions};
 use super::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
 use crate::meta::store::MetaStore;
 use crate::meta::versions::{VersionManager, VersionOptions};
@@ -45,6 +45,7 @@ fn tiny_options() -> (StoreOptions, VersionOptions) {
     let sst = SstOptions {
         block_size: 256,
         bloom: true,
+        compression: Compression::Lz4,
     };
     let store = StoreOptions {
         sst: sst.clone(),

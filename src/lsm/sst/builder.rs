@@ -1,7 +1,7 @@
 //! [`SstBuilder`]: writes one SST into a single in-memory buffer.
 
 use super::block::{encode_entry, entry_len, BLOCK_TRAILER_LEN};
-use super::codec::{put_varint, Footer, FOOTER_LEN};
+use super::codec::{put_varint, Compression, Footer, FOOTER_LEN};
 use super::filter::{encode_filter, estimated_filter_len, key_hash};
 use bytes::Bytes;
 use std::ops::Range;
@@ -9,12 +9,15 @@ use std::ops::Range;
 /// Options for building one SST.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SstOptions {
-    /// Target size of a data block in bytes. A block is closed as soon as it
-    /// reaches this size, so blocks are at most one entry larger.
+    /// Target size of a data block in bytes, before compression. A block is
+    /// closed as soon as it reaches this size, so blocks are at most one
+    /// entry larger.
     pub block_size: usize,
     /// Whether to store a key filter (an xor-family filter, see
     /// `filter.rs`; the name is historical).
     pub bloom: bool,
+    /// How data blocks are stored.
+    pub compression: Compression,
 }
 
 impl Default for SstOptions {
@@ -22,6 +25,7 @@ impl Default for SstOptions {
         SstOptions {
             block_size: 16 * 1024,
             bloom: true,
+            compression: Compression::Lz4,
         }
     }
 }
@@ -47,25 +51,30 @@ pub struct SstMeta {
 
 /// Builds one SST from strictly increasing keys.
 ///
-/// Entries are encoded straight into the output buffer (no per-entry
-/// allocation); the first and last keys of the current block are tracked as
-/// positions in that buffer, which is append-only.
+/// Entries are encoded straight into the open block's buffer (no per-entry
+/// allocation); its first and last keys are tracked as positions in that
+/// buffer. A closed block is appended to the output, compressed if asked.
 pub struct SstBuilder {
     options: SstOptions,
-    /// Data blocks written so far followed by the open block's entries.
+    /// Stored data blocks written so far.
     buf: Vec<u8>,
+    /// The open block's entries.
+    block: Vec<u8>,
     /// Encoded block index records of the closed blocks.
     index: Vec<u8>,
     /// `key_hash` of every key, for the filter.
     hashes: Vec<u64>,
-    block_start: usize,
-    /// Entry offsets of the open block, relative to `block_start`.
+    /// Entry offsets of the open block.
     block_offsets: Vec<u32>,
+    /// Position in `block` of the open block's first key.
     block_first_key: Range<usize>,
-    /// Position in `buf` of the most recently added key.
+    /// Position in `block` of the most recently added key, if the open
+    /// block has entries.
     last_key: Range<usize>,
-    /// Position in `buf` of the file's first key.
-    first_key: Range<usize>,
+    /// The last key of the closed blocks.
+    closed_last_key: Vec<u8>,
+    /// The file's first key.
+    first_key: Vec<u8>,
     key_count: u64,
     tombstone_count: u64,
     block_count: u32,
@@ -79,16 +88,18 @@ impl SstBuilder {
     /// Like [`SstBuilder::new`], reserving `bytes` for the output up front
     /// (e.g. the compaction target size) to avoid regrowing the buffer.
     pub fn with_capacity(options: SstOptions, bytes: usize) -> Self {
+        let block = Vec::with_capacity(options.block_size + options.block_size / 4);
         SstBuilder {
             options,
             buf: Vec::with_capacity(bytes),
+            block,
             index: Vec::new(),
             hashes: Vec::new(),
-            block_start: 0,
             block_offsets: Vec::new(),
             block_first_key: 0..0,
             last_key: 0..0,
-            first_key: 0..0,
+            closed_last_key: Vec::new(),
+            first_key: Vec::new(),
             key_count: 0,
             tombstone_count: 0,
             block_count: 0,
@@ -100,10 +111,10 @@ impl SstBuilder {
     /// 4 GiB or larger, which the format cannot represent.
     pub fn add(&mut self, key: &[u8], value: Option<&[u8]>) {
         debug_assert!(
-            self.key_count == 0 || &self.buf[self.last_key.clone()] < key,
+            self.last_key().is_none_or(|last| last < key),
             "SstBuilder keys must be strictly increasing"
         );
-        let in_block = self.buf.len() - self.block_start;
+        let in_block = self.block.len();
         // Offsets and the block length are u32: the block, trailer included,
         // must stay addressable after this entry.
         let block_len_after = in_block as u64
@@ -117,12 +128,12 @@ impl SstBuilder {
             value.map(<[u8]>::len)
         );
         self.block_offsets.push(in_block as u32);
-        let key_range = encode_entry(&mut self.buf, key, value);
+        let key_range = encode_entry(&mut self.block, key, value);
         if self.block_offsets.len() == 1 {
             self.block_first_key = key_range.clone();
         }
         if self.key_count == 0 {
-            self.first_key = key_range.clone();
+            self.first_key = key.to_vec();
         }
         self.last_key = key_range;
         if self.options.bloom {
@@ -135,12 +146,13 @@ impl SstBuilder {
         }
     }
 
-    /// Encoded size of the open block if it were closed now (0 if empty).
+    /// Encoded size of the open block if it were closed now, before
+    /// compression (0 if empty).
     fn open_block_len(&self) -> usize {
         if self.block_offsets.is_empty() {
             0
         } else {
-            self.buf.len() - self.block_start + 4 * self.block_offsets.len() + BLOCK_TRAILER_LEN
+            self.block.len() + 4 * self.block_offsets.len() + BLOCK_TRAILER_LEN
         }
     }
 
@@ -148,30 +160,51 @@ impl SstBuilder {
         if self.block_offsets.is_empty() {
             return;
         }
+        let block = &mut self.block;
         for off in &self.block_offsets {
-            self.buf.extend_from_slice(&off.to_le_bytes());
+            block.extend_from_slice(&off.to_le_bytes());
         }
         let count = self.block_offsets.len() as u32;
-        self.buf.extend_from_slice(&count.to_le_bytes());
-        let crc = crc32fast::hash(&self.buf[self.block_start..]);
-        self.buf.extend_from_slice(&crc.to_le_bytes());
+        block.extend_from_slice(&count.to_le_bytes());
+        let crc = crc32fast::hash(block);
+        block.extend_from_slice(&crc.to_le_bytes());
 
-        let block_len = self.buf.len() - self.block_start;
+        let start = self.buf.len();
+        match self.options.compression {
+            Compression::None => self.buf.extend_from_slice(block),
+            Compression::Lz4 => {
+                // The open block is < 4 GiB (checked in `add`).
+                self.buf
+                    .extend_from_slice(&(block.len() as u32).to_le_bytes());
+                let at = self.buf.len();
+                self.buf.resize(
+                    at + lz4_flex::block::get_maximum_output_size(block.len()),
+                    0,
+                );
+                let written = lz4_flex::block::compress_into(block, &mut self.buf[at..])
+                    .expect("lz4 output sized by get_maximum_output_size");
+                self.buf.truncate(at + written);
+            }
+        }
+        let stored_len = self.buf.len() - start;
+        self.index.extend_from_slice(&(start as u64).to_le_bytes());
         self.index
-            .extend_from_slice(&(self.block_start as u64).to_le_bytes());
-        self.index
-            .extend_from_slice(&(block_len as u32).to_le_bytes());
+            .extend_from_slice(&(stored_len as u32).to_le_bytes());
         for key in [self.block_first_key.clone(), self.last_key.clone()] {
             put_varint(&mut self.index, key.len() as u32);
-            self.index.extend_from_slice(&self.buf[key]);
+            self.index.extend_from_slice(&block[key]);
         }
+        self.closed_last_key.clear();
+        self.closed_last_key
+            .extend_from_slice(&block[self.last_key.clone()]);
         self.block_count += 1;
-        self.block_start = self.buf.len();
+        block.clear();
         self.block_offsets.clear();
     }
 
     /// Estimated size of the finished file if `finish` were called now
-    /// (exact for data and index, an upper estimate for the filter).
+    /// (exact for the closed blocks and the index; the open block counts
+    /// uncompressed and the filter at an upper estimate).
     pub fn estimated_size(&self) -> usize {
         let pending_index = if self.block_offsets.is_empty() {
             0
@@ -183,7 +216,7 @@ impl SstBuilder {
         } else {
             0
         };
-        self.block_start
+        self.buf.len()
             + self.open_block_len()
             + self.index.len()
             + pending_index
@@ -196,12 +229,16 @@ impl SstBuilder {
         self.key_count == 0
     }
 
-    /// Entries added so far.
     /// The last key added, if any.
     pub fn last_key(&self) -> Option<&[u8]> {
-        (self.key_count > 0).then(|| &self.buf[self.last_key.clone()])
+        if !self.block_offsets.is_empty() {
+            Some(&self.block[self.last_key.clone()])
+        } else {
+            (self.key_count > 0).then_some(&self.closed_last_key[..])
+        }
     }
 
+    /// Entries added so far.
     pub fn key_count(&self) -> u64 {
         self.key_count
     }
@@ -222,6 +259,7 @@ impl SstBuilder {
             index_len,
             filter_len,
             block_count: self.block_count,
+            compression: self.options.compression,
             key_count: self.key_count,
             tombstone_count: self.tombstone_count,
         };
@@ -229,8 +267,8 @@ impl SstBuilder {
         let meta = SstMeta {
             size: self.buf.len() as u64,
             meta_offset: meta_offset as u64,
-            first_key: Bytes::copy_from_slice(&self.buf[self.first_key.clone()]),
-            last_key: Bytes::copy_from_slice(&self.buf[self.last_key.clone()]),
+            first_key: Bytes::from(self.first_key),
+            last_key: Bytes::from(self.closed_last_key),
             key_count: self.key_count,
             tombstone_count: self.tombstone_count,
             block_count: self.block_count,

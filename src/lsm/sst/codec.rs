@@ -9,8 +9,9 @@ use super::{corrupt, SstError};
 
 /// Magic bytes at the very end of every SST.
 pub const MAGIC: [u8; 8] = *b"EBBFLSST";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes. It also reads version 1, which is
+/// version 2 with every file uncompressed.
+pub const FORMAT_VERSION: u32 = 2;
 /// Size of the fixed footer at the end of the file (and of the meta section).
 pub const FOOTER_LEN: usize = 56;
 
@@ -98,8 +99,37 @@ pub(super) struct Footer {
     pub index_len: u32,
     pub filter_len: u32,
     pub block_count: u32,
+    pub compression: Compression,
     pub key_count: u64,
     pub tombstone_count: u64,
+}
+
+/// How the data blocks of a file are stored (footer field at offset 20).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    /// A stored block is the block itself.
+    None,
+    /// A stored block is `uncompressed_len: u32 | LZ4 block` of the block
+    /// (`lz4_flex`'s block format; the block's own crc checks the result).
+    #[default]
+    Lz4,
+}
+
+impl Compression {
+    fn code(self) -> u32 {
+        match self {
+            Compression::None => 0,
+            Compression::Lz4 => 1,
+        }
+    }
+
+    fn from_code(code: u32) -> Option<Compression> {
+        match code {
+            0 => Some(Compression::None),
+            1 => Some(Compression::Lz4),
+            _ => None,
+        }
+    }
 }
 
 impl Footer {
@@ -112,7 +142,7 @@ impl Footer {
         buf.extend_from_slice(&self.index_len.to_le_bytes());
         buf.extend_from_slice(&self.filter_len.to_le_bytes());
         buf.extend_from_slice(&self.block_count.to_le_bytes());
-        buf.extend_from_slice(&0u32.to_le_bytes());
+        buf.extend_from_slice(&self.compression.code().to_le_bytes());
         buf.extend_from_slice(&self.key_count.to_le_bytes());
         buf.extend_from_slice(&self.tombstone_count.to_le_bytes());
         buf.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -124,7 +154,7 @@ impl Footer {
     }
 
     /// Parses the last [`FOOTER_LEN`] bytes of `tail`, checking magic,
-    /// version and the reserved field but *not* the crc (which needs the
+    /// version and the compression field but *not* the crc (which needs the
     /// whole meta section; see [`Footer::decode_meta_section`]).
     pub fn decode_unchecked(tail: &[u8]) -> Result<Footer, SstError> {
         let start = tail.len().checked_sub(FOOTER_LEN).ok_or_else(|| {
@@ -140,13 +170,17 @@ impl Footer {
         let field = |p| read_u32(f, p).ok_or_else(|| corrupt("footer"));
         let field64 = |p| read_u64(f, p).ok_or_else(|| corrupt("footer"));
         let version = field(40)?;
-        if version != FORMAT_VERSION {
+        if version != 1 && version != FORMAT_VERSION {
             return Err(SstError::UnsupportedVersion(version));
         }
-        if field(20)? != 0 {
-            return Err(corrupt("non-zero reserved footer field"));
-        }
+        let code = field(20)?;
+        let compression = match Compression::from_code(code) {
+            // Version 1 had the field reserved (zero): no compression.
+            Some(c) if version > 1 || c == Compression::None => c,
+            _ => return Err(corrupt(format!("unknown compression {code} in footer"))),
+        };
         Ok(Footer {
+            compression,
             meta_offset: field64(0)?,
             index_len: field(8)?,
             filter_len: field(12)?,

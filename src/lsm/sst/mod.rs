@@ -14,7 +14,7 @@
 //! A value is `Option<bytes>`: `None` is a tombstone, which is stored and
 //! returned as such because it must shadow older versions in older files.
 //!
-//! # File layout, format version 1
+//! # File layout, format version 2
 //!
 //! All fixed-width integers are **little-endian**. `varint` is an unsigned
 //! LEB128 encoding of a `u32` (1 to 5 bytes). Keys in a file are strictly
@@ -30,6 +30,10 @@
 //!
 //! Data blocks are contiguous: block 0 starts at offset 0, block `i + 1`
 //! starts where block `i` ends, and the last block ends at `meta_offset`.
+//! The footer's `compression` says how each block is stored: as is (0), or
+//! (1) as `uncompressed_len: u32 | LZ4 block` of the data block below
+//! (`lz4_flex`'s block format, the one LZ4 itself calls the block format).
+//! Offsets and lengths in the block index are those of the stored bytes.
 //!
 //! ## Data block (`len` bytes, `n >= 1` entries)
 //!
@@ -55,7 +59,8 @@
 //! offset: u64 | len: u32 | first_key_len: varint | first_key | last_key_len: varint | last_key
 //! ```
 //!
-//! `len` includes the block trailer (offsets, count and crc).
+//! `len` is the stored length: the block trailer (offsets, count and crc)
+//! included, compressed if the file is.
 //!
 //! ## Key filter (`filter_len` bytes)
 //!
@@ -80,10 +85,10 @@
 //!   8     4  index_len
 //!  12     4  filter_len
 //!  16     4  block_count
-//!  20     4  reserved, must be 0
+//!  20     4  compression       0 = none, 1 = LZ4 blocks (version 1: always 0)
 //!  24     8  key_count         entries in the file, tombstones included
 //!  32     8  tombstone_count
-//!  40     4  format_version    currently 1
+//!  40     4  format_version    2 (version 1 files, uncompressed, are read too)
 //!  44     4  meta_crc          CRC-32 of the meta section bytes before this field
 //!                              (block index, key filter and footer bytes 0..44)
 //!  48     8  magic             b"EBBFLSST"
@@ -112,7 +117,7 @@ mod tests_merge;
 
 pub use self::block::{Block, BlockIter};
 pub use self::builder::{SstBuilder, SstMeta, SstOptions};
-pub use self::codec::{FOOTER_LEN, FORMAT_VERSION, MAGIC};
+pub use self::codec::{Compression, FOOTER_LEN, FORMAT_VERSION, MAGIC};
 pub use self::filter::key_hash;
 pub use self::merge::{
     compact, compact_into, BoxedEntryIter, CompactOptions, Entry, EntryResult, MergeIterator,
@@ -127,7 +132,9 @@ pub enum SstError {
     #[error("corrupt sst: {0}")]
     Corrupt(String),
     /// A well-formed footer from a format version this build cannot read.
-    #[error("unsupported sst format version {0} (this build reads version {FORMAT_VERSION})")]
+    #[error(
+        "unsupported sst format version {0} (this build reads versions 1 to {FORMAT_VERSION})"
+    )]
     UnsupportedVersion(u32),
     /// An error from outside the format, raised by an input iterator or an
     /// output sink (e.g. a failed object-store read during compaction).

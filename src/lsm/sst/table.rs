@@ -2,7 +2,7 @@
 //! reader over a file held in memory ([`SstReader`]).
 
 use super::block::Block;
-use super::codec::{get_len_prefixed, read_u32, read_u64, Footer, FOOTER_LEN};
+use super::codec::{get_len_prefixed, read_u32, read_u64, Compression, Footer, FOOTER_LEN};
 use super::filter::{decode_filter, filter_may_contain};
 use super::{corrupt, SstError, SstMeta};
 use bytes::Bytes;
@@ -46,6 +46,7 @@ pub struct SstIndex {
     meta_len: u64,
     key_count: u64,
     tombstone_count: u64,
+    compression: Compression,
 }
 
 impl SstIndex {
@@ -58,6 +59,11 @@ impl SstIndex {
         let filter_section = &meta[index_len..index_len + footer.filter_len as usize];
 
         let block_count = footer.block_count as usize;
+        let min_block_len = match footer.compression {
+            Compression::None => MIN_BLOCK_LEN,
+            // The length prefix and one LZ4 token.
+            Compression::Lz4 => 5,
+        };
         // Each record takes at least 14 bytes; bound the allocation by what
         // the bytes can actually hold.
         let mut blocks = Vec::with_capacity(block_count.min(index_len / 14));
@@ -73,7 +79,7 @@ impl SstIndex {
             if offset != next_offset {
                 return Err(bad("blocks are not contiguous"));
             }
-            if len < MIN_BLOCK_LEN {
+            if len < min_block_len {
                 return Err(bad("block too short"));
             }
             if index[first.clone()] > index[last.clone()] {
@@ -119,7 +125,18 @@ impl SstIndex {
             meta_len: meta.len() as u64,
             key_count: footer.key_count,
             tombstone_count: footer.tombstone_count,
+            compression: footer.compression,
         })
+    }
+
+    /// Decodes data block `i` from its stored bytes (`block_handle(i)`),
+    /// decompressing it if the file is compressed.
+    pub fn decode_block(&self, i: usize, stored: Bytes) -> Result<Block, SstError> {
+        let block = match self.compression {
+            Compression::None => Block::decode(stored),
+            Compression::Lz4 => decompress_lz4(&stored).and_then(Block::decode),
+        };
+        block.map_err(|e| e.context(format!("block {i}")))
     }
 
     #[inline]
@@ -235,6 +252,27 @@ impl SstIndex {
     }
 }
 
+/// Largest data block a reader accepts: far above what any writer makes
+/// (blocks close at `block_size`, 16 KiB by default), low enough that a
+/// corrupt length prefix cannot make a reader allocate gigabytes.
+const MAX_BLOCK_LEN: usize = 64 << 20;
+
+/// `uncompressed_len: u32 | LZ4 block` → the block's bytes.
+fn decompress_lz4(stored: &[u8]) -> Result<Bytes, SstError> {
+    let len = read_u32(stored, 0).ok_or_else(|| corrupt("truncated compressed block"))? as usize;
+    if len > MAX_BLOCK_LEN {
+        return Err(corrupt(format!("compressed block claims {len} bytes")));
+    }
+    let mut out = vec![0u8; len];
+    match lz4_flex::block::decompress_into(&stored[4..], &mut out) {
+        Ok(n) if n == len => Ok(Bytes::from(out)),
+        Ok(n) => Err(corrupt(format!(
+            "compressed block holds {n} bytes, its header says {len}"
+        ))),
+        Err(e) => Err(corrupt(format!("compressed block: {e}"))),
+    }
+}
+
 #[inline]
 fn range((start, end): (u32, u32)) -> Range<usize> {
     start as usize..end as usize
@@ -284,7 +322,7 @@ impl SstReader {
         let bytes = self
             .file
             .slice(offset as usize..offset as usize + len as usize);
-        Block::decode(bytes).map_err(|e| e.context(format!("block {i}")))
+        self.index.decode_block(i, bytes)
     }
 
     /// Point lookup: `None` = absent, `Some(None)` = tombstone.

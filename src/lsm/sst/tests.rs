@@ -47,10 +47,13 @@ pub(super) fn build(model: &Model, options: SstOptions) -> (Bytes, SstMeta) {
     b.finish()
 }
 
+/// Tiny uncompressed blocks: the format tests below work on the blocks'
+/// bytes; `lz4_*` tests cover compression.
 pub(super) fn tiny() -> SstOptions {
     SstOptions {
         block_size: 64,
         bloom: true,
+        compression: Compression::None,
     }
 }
 
@@ -165,6 +168,13 @@ fn round_trip_random_many_tiny_blocks() {
             &model,
             SstOptions {
                 bloom: false,
+                ..tiny()
+            },
+        );
+        check_round_trip(
+            &model,
+            SstOptions {
+                compression: Compression::Lz4,
                 ..tiny()
             },
         );
@@ -501,4 +511,133 @@ fn garbage_with_valid_checksums_never_panics() {
         }
     }
     eprintln!("accepted after mutation: {index_ok} meta sections, {block_ok} blocks");
+}
+
+fn lz4(block_size: usize) -> SstOptions {
+    SstOptions {
+        block_size,
+        bloom: true,
+        compression: Compression::Lz4,
+    }
+}
+
+#[test]
+fn lz4_files_are_smaller_and_read_back() {
+    // Keys like the store's: table | vnode | pk, values a few small columns.
+    let model: Model = (0..20_000u32)
+        .map(|i| {
+            let mut k = vec![0, 0, 0, 7, (i % 256) as u8, 0];
+            k.extend_from_slice(&(i / 256).to_be_bytes());
+            (k, Some(format!("row {i} value {}", i % 100).into_bytes()))
+        })
+        .collect();
+    let plain = build(
+        &model,
+        SstOptions {
+            compression: Compression::None,
+            ..SstOptions::default()
+        },
+    )
+    .0;
+    check_round_trip(&model, lz4(16 * 1024));
+    let (packed, meta) = build(&model, SstOptions::default());
+    assert_eq!(meta.size, packed.len() as u64);
+    assert!(
+        packed.len() * 3 < plain.len() * 2,
+        "lz4 {} bytes vs plain {}",
+        packed.len(),
+        plain.len()
+    );
+}
+
+#[test]
+fn lz4_flipped_bytes_never_read_wrong_data() {
+    // A flip inside compressed bytes may decompress to the same block (a
+    // match offset pointing at an equal run): the block's crc, computed
+    // before compression, makes that the only way to read without error.
+    let mut rng = SmallRng::seed_from_u64(15);
+    let model: Model = (0..200)
+        .map(|i| {
+            (
+                format!("key{i:04}").into_bytes(),
+                Some(b"same value".to_vec()),
+            )
+        })
+        .collect();
+    let (file, meta) = build(&model, lz4(256));
+    let mut detected = 0;
+    for pos in 0..file.len() {
+        let mut bad = file.to_vec();
+        bad[pos] ^= 1 << rng.gen_range(0..8);
+        let read = SstReader::open(Bytes::from(bad)).and_then(|r| {
+            r.iter().collect::<Result<Vec<_>, _>>()?;
+            Ok(collect(r.iter()))
+        });
+        match read {
+            Ok(read) => assert_eq!(read, model, "flip at {pos} read wrong data"),
+            Err(e) => {
+                detected += 1;
+                if (pos as u64) < meta.meta_offset {
+                    assert!(e.to_string().contains("block"), "{e}");
+                }
+            }
+        }
+    }
+    assert!(
+        detected * 10 > file.len() * 9,
+        "{detected} of {}",
+        file.len()
+    );
+}
+
+#[test]
+fn lz4_garbage_blocks_never_panic() {
+    let mut rng = SmallRng::seed_from_u64(16);
+    let model = random_model(&mut rng, 400);
+    let (file, _) = build(&model, lz4(512));
+    let reader = SstReader::open(file.clone()).unwrap();
+    let (off, len) = reader.index().block_handle(1);
+    let stored = file[off as usize..(off + len as u64) as usize].to_vec();
+    for round in 0..20_000 {
+        let mut b = stored.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let i = rng.gen_range(0..b.len());
+            b[i] = if round % 2 == 0 { rng.gen() } else { b[i] ^ 1 };
+        }
+        if round % 7 == 0 {
+            b.truncate(rng.gen_range(0..b.len()));
+        }
+        let _ = reader.index().decode_block(1, Bytes::from(b));
+    }
+    // A length prefix far beyond any block is refused before allocating.
+    let mut huge = stored.clone();
+    huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let err = reader
+        .index()
+        .decode_block(1, Bytes::from(huge))
+        .unwrap_err();
+    assert!(err.to_string().contains("claims"), "{err}");
+}
+
+#[test]
+fn version_1_files_still_read() {
+    // Version 1 is version 2 with the compression field reserved (zero).
+    let mut rng = SmallRng::seed_from_u64(17);
+    let model = random_model(&mut rng, 300);
+    let (file, meta) = build(&model, tiny());
+    let mut v1 = file.to_vec();
+    let footer = v1.len() - FOOTER_LEN;
+    v1[footer + 40..footer + 44].copy_from_slice(&1u32.to_le_bytes());
+    let meta_start = meta.meta_offset as usize;
+    let crc_pos = footer + 44;
+    let crc = crc32fast::hash(&v1[meta_start..crc_pos]);
+    v1[crc_pos..crc_pos + 4].copy_from_slice(&crc.to_le_bytes());
+    let reader = SstReader::open(Bytes::from(v1.clone())).unwrap();
+    assert_eq!(collect(reader.iter()), model);
+    // ... and a version 1 footer claiming compression is corrupt.
+    v1[footer + 20..footer + 24].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32fast::hash(&v1[meta_start..crc_pos]);
+    v1[crc_pos..crc_pos + 4].copy_from_slice(&crc.to_le_bytes());
+    let err = SstReader::open(Bytes::from(v1)).unwrap_err();
+    assert!(err.to_string().contains("compression"), "{err}");
 }

@@ -174,6 +174,11 @@ fn compact_cuts_files_near_the_target_size() {
             sst: SstOptions {
                 block_size,
                 bloom: true,
+                compression: if block_size > 256 {
+                    Compression::Lz4
+                } else {
+                    Compression::None
+                },
             },
             target_file_size: target,
             split_prefix_len: 0,
