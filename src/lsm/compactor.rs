@@ -12,6 +12,8 @@
 //!   each time.
 //! - L0 goes to L1 (with the L1 files it overlaps) once it holds
 //!   `1 / level_ratio` of L1's bytes, or has `4 * l0_trigger` files.
+//! - Of the merges due, the one furthest past its trigger runs first
+//!   (score = files or bytes over the trigger, as in RocksDB).
 //! - Files hold one table each, so an L0 file of an append-only table
 //!   overlaps only the end of that table in L1.
 //! - A level `i >= 1` over its target size (`base_level_bytes *
@@ -38,6 +40,10 @@ use crate::storage::{SstInfo, StorageError, StorageResult};
 #[derive(Clone, Debug)]
 pub struct CompactionOptions {
     pub l0_trigger: usize,
+    /// Epoch commits wait while L0 has this many sub-levels (RocksDB's
+    /// write stop): a write load faster than compaction would otherwise
+    /// deepen L0, and every read with it, without bound.
+    pub l0_stop_sublevels: usize,
     pub base_level_bytes: u64,
     pub level_ratio: u64,
     pub target_file_size: usize,
@@ -48,6 +54,7 @@ impl Default for CompactionOptions {
     fn default() -> Self {
         CompactionOptions {
             l0_trigger: 4,
+            l0_stop_sublevels: 64,
             base_level_bytes: 64 << 20,
             level_ratio: 10,
             target_file_size: 16 << 20,
@@ -137,6 +144,16 @@ pub fn pick(
     if !dead.is_empty() {
         return Some(Pick::Trivial(dead));
     }
+    // Every due merge gets a score (how far past its trigger it is) and the
+    // highest runs, as RocksDB picks: under a write load that keeps L0 busy,
+    // L1 must still drain into L2, or every L0 -> L1 merge rewrites an
+    // ever larger L1 and falls further behind.
+    let mut best: Option<(f64, CompactionTask)> = None;
+    let mut offer = |score: f64, task: CompactionTask| {
+        if score >= 1.0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
+            best = Some((score, task));
+        }
+    };
     let subs = version.l0_sublevels();
     if subs.len() >= options.l0_trigger {
         let size = |s: &[Arc<SstInfo>]| s.iter().map(|f| f.size).sum::<u64>();
@@ -150,83 +167,107 @@ pub fn pick(
         let l0_bytes: u64 = version.l0.iter().map(|f| f.size).sum();
         let l1: &[Arc<SstInfo>] = version.levels.first().map_or(&[], |l| l.as_slice());
         let l1_bytes: u64 = l1.iter().map(|f| f.size).sum();
-        let mut inputs: Vec<Vec<Arc<SstInfo>>> = subs.iter().map(|s| s.to_vec()).collect();
-        if l0_bytes.saturating_mul(options.level_ratio) >= l1_bytes
-            || subs.len() >= options.l0_trigger * 4
-        {
-            // Per table, the L1 files overlapping the span of that table's
-            // L0 files (outputs hold one table each, so a table's outputs
-            // stay within that span widened to these files, where no
-            // other L1 file lies).
-            let mut spans: BTreeMap<Option<TableId>, (Bytes, Bytes)> = BTreeMap::new();
-            for f in &version.l0 {
-                let span = spans
-                    .entry(table_of(&f.first_key))
-                    .or_insert_with(|| (f.first_key.clone(), f.last_key.clone()));
-                span.0 = span.0.clone().min(f.first_key.clone());
-                span.1 = span.1.clone().max(f.last_key.clone());
-            }
-            let mut under: Vec<Arc<SstInfo>> = Vec::new();
-            let mut drop_tombstones = true;
-            for (first, last) in spans.values() {
-                let here = overlapping(l1, first, last);
-                let (lo, hi) = match key_range(&here) {
-                    Some((a, b)) => (a.min(first.clone()), b.max(last.clone())),
-                    None => (first.clone(), last.clone()),
-                };
-                drop_tombstones &= nothing_below(version, 1, &lo, &hi);
-                under.extend(here);
-            }
-            under.sort_by(|a, b| a.first_key.cmp(&b.first_key));
-            under.dedup_by_key(|f| f.id);
-            if !under.is_empty() {
-                inputs.push(under);
-            }
-            return Some(Pick::Merge(CompactionTask {
-                inputs,
-                output_level: 1,
-                drop_tombstones,
-            }));
+        let inputs: Vec<Vec<Arc<SstInfo>>> = subs.iter().map(|s| s.to_vec()).collect();
+        let to_l1 = (subs.len() as f64 / (options.l0_trigger * 4) as f64)
+            .max(l0_bytes.saturating_mul(options.level_ratio) as f64 / l1_bytes.max(1) as f64);
+        if to_l1 >= 1.0 {
+            offer(to_l1, l0_to_l1(version, inputs.clone(), l1));
         }
         if run >= options.l0_trigger {
-            inputs.truncate(run);
-            return Some(Pick::Merge(CompactionTask {
-                inputs,
-                output_level: 0,
-                drop_tombstones: false,
-            }));
+            offer(
+                run as f64 / options.l0_trigger as f64,
+                CompactionTask {
+                    inputs: inputs[..run].to_vec(),
+                    output_level: 0,
+                    drop_tombstones: false,
+                },
+            );
         }
     }
     let mut target = options.base_level_bytes;
+    let mut down: Option<(f64, usize)> = None;
     for (i, level) in version.levels.iter().enumerate() {
         let bytes: u64 = level.iter().map(|f| f.size).sum();
-        if bytes > target && !level.is_empty() {
-            if cursor.len() <= i {
-                cursor.resize(i + 1, Bytes::new());
-            }
-            let pos = level.partition_point(|f| f.first_key <= cursor[i]);
-            let file = level.get(pos).unwrap_or(&level[0]).clone();
-            cursor[i] = file.first_key.clone();
-            let next: &[Arc<SstInfo>] = version.levels.get(i + 1).map_or(&[], |l| l.as_slice());
-            let under = overlapping(next, &file.first_key, &file.last_key);
-            let (lo, hi) = match key_range(&under) {
-                Some((a, b)) => (a.min(file.first_key.clone()), b.max(file.last_key.clone())),
-                None => (file.first_key.clone(), file.last_key.clone()),
-            };
-            let output_level = i as u32 + 2;
-            let mut inputs = vec![vec![file]];
-            if !under.is_empty() {
-                inputs.push(under);
-            }
-            return Some(Pick::Merge(CompactionTask {
-                inputs,
-                output_level,
-                drop_tombstones: nothing_below(version, output_level, &lo, &hi),
-            }));
+        let score = bytes as f64 / target.max(1) as f64;
+        if !level.is_empty() && score >= 1.0 && down.is_none_or(|(d, _)| score > d) {
+            down = Some((score, i));
         }
         target = target.saturating_mul(options.level_ratio);
     }
-    None
+    if let Some((score, i)) = down {
+        if best.as_ref().is_none_or(|(b, _)| score > *b) {
+            return Some(Pick::Merge(push_down(version, i, cursor)));
+        }
+    }
+    best.map(|(_, task)| Pick::Merge(task))
+}
+
+/// All of L0 (`inputs`, its sub-levels newest first) into L1.
+fn l0_to_l1(
+    version: &Version,
+    mut inputs: Vec<Vec<Arc<SstInfo>>>,
+    l1: &[Arc<SstInfo>],
+) -> CompactionTask {
+    // Per table, the L1 files overlapping the span of that table's L0
+    // files (outputs hold one table each, so a table's outputs stay within
+    // that span widened to these files, where no other L1 file lies).
+    let mut spans: BTreeMap<Option<TableId>, (Bytes, Bytes)> = BTreeMap::new();
+    for f in &version.l0 {
+        let span = spans
+            .entry(table_of(&f.first_key))
+            .or_insert_with(|| (f.first_key.clone(), f.last_key.clone()));
+        span.0 = span.0.clone().min(f.first_key.clone());
+        span.1 = span.1.clone().max(f.last_key.clone());
+    }
+    let mut under: Vec<Arc<SstInfo>> = Vec::new();
+    let mut drop_tombstones = true;
+    for (first, last) in spans.values() {
+        let here = overlapping(l1, first, last);
+        let (lo, hi) = match key_range(&here) {
+            Some((a, b)) => (a.min(first.clone()), b.max(last.clone())),
+            None => (first.clone(), last.clone()),
+        };
+        drop_tombstones &= nothing_below(version, 1, &lo, &hi);
+        under.extend(here);
+    }
+    under.sort_by(|a, b| a.first_key.cmp(&b.first_key));
+    under.dedup_by_key(|f| f.id);
+    if !under.is_empty() {
+        inputs.push(under);
+    }
+    CompactionTask {
+        inputs,
+        output_level: 1,
+        drop_tombstones,
+    }
+}
+
+/// One file of level `i + 1` (round robin by key) into level `i + 2`, with
+/// the files it overlaps there.
+fn push_down(version: &Version, i: usize, cursor: &mut Vec<Bytes>) -> CompactionTask {
+    let level = &version.levels[i];
+    if cursor.len() <= i {
+        cursor.resize(i + 1, Bytes::new());
+    }
+    let pos = level.partition_point(|f| f.first_key <= cursor[i]);
+    let file = level.get(pos).unwrap_or(&level[0]).clone();
+    cursor[i] = file.first_key.clone();
+    let next: &[Arc<SstInfo>] = version.levels.get(i + 1).map_or(&[], |l| l.as_slice());
+    let under = overlapping(next, &file.first_key, &file.last_key);
+    let (lo, hi) = match key_range(&under) {
+        Some((a, b)) => (a.min(file.first_key.clone()), b.max(file.last_key.clone())),
+        None => (file.first_key.clone(), file.last_key.clone()),
+    };
+    let output_level = i as u32 + 2;
+    let mut inputs = vec![vec![file]];
+    if !under.is_empty() {
+        inputs.push(under);
+    }
+    CompactionTask {
+        inputs,
+        output_level,
+        drop_tombstones: nothing_below(version, output_level, &lo, &hi),
+    }
 }
 
 /// Runs `task`: reads its inputs, merges them, uploads the outputs.

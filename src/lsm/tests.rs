@@ -55,6 +55,7 @@ fn tiny_options() -> (StoreOptions, VersionOptions) {
     let versions = VersionOptions {
         compaction: CompactionOptions {
             l0_trigger: 3,
+            l0_stop_sublevels: 64,
             base_level_bytes: 16 << 10,
             level_ratio: 4,
             target_file_size: 4096,

@@ -370,6 +370,7 @@ impl BarrierManager {
                 return Err(e);
             }
         };
+        self.committer.write_stall().await;
         let synced = started.elapsed();
         let file_count = files.len();
         match self

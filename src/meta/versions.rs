@@ -30,7 +30,7 @@ use super::catalog::TableId;
 use super::store::{FileRow, MetaStore, MetaStoreError, VersionUpdate};
 use crate::lsm::compactor::{self, CompactionOptions, Pick};
 use crate::lsm::{LsmStateStore, SstStore, Version, VersionDelta};
-use crate::storage::{EpochCommitter, SstInfo, StorageError, StorageResult};
+use crate::storage::{EpochCommitter, SstInfo, StorageError, StorageResult, WRITE_STALL_MAX};
 
 /// Background work knobs; tests shrink them.
 #[derive(Clone, Debug)]
@@ -96,6 +96,8 @@ pub struct VersionManager {
     /// `SstInfo` is shared by those versions only).
     retired: Mutex<Vec<(u64, Weak<SstInfo>)>>,
     wake_compactor: tokio::sync::Notify,
+    /// Signalled whenever a new version is installed.
+    installed: tokio::sync::Notify,
     /// Round-robin positions of compaction per level.
     cursor: Mutex<Vec<Bytes>>,
     /// A commit failed without an answer: it may have landed, so the
@@ -140,6 +142,7 @@ impl VersionManager {
             compactions_started: std::sync::atomic::AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
             wake_compactor: tokio::sync::Notify::new(),
+            installed: tokio::sync::Notify::new(),
             cursor: Mutex::new(Vec::new()),
             uncertain: AtomicBool::new(false),
         }))
@@ -293,6 +296,7 @@ impl VersionManager {
         for s in stores {
             s.install_version(version.clone());
         }
+        self.installed.notify_waiters();
     }
 
     /// Starts the compactor and the garbage collector.
@@ -526,6 +530,38 @@ impl EpochCommitter for VersionManager {
                 self.pending_drops.lock().extend(drops);
                 Err(e)
             }
+        }
+    }
+
+    async fn write_stall(&self) {
+        let limit = self.options.compaction.l0_stop_sublevels;
+        let depth = || self.current().l0_sublevels().len();
+        if depth() < limit {
+            return;
+        }
+        let started = Instant::now();
+        tracing::info!(
+            sub_levels = depth(),
+            limit,
+            "L0 is too deep: epoch commits wait for compaction"
+        );
+        while started.elapsed() < WRITE_STALL_MAX {
+            let installed = self.installed.notified();
+            if depth() < limit {
+                break;
+            }
+            self.wake_compactor.notify_one();
+            let _ = tokio::time::timeout(Duration::from_millis(100), installed).await;
+        }
+        let ms = started.elapsed().as_millis() as u64;
+        if depth() < limit {
+            tracing::info!(ms, "epoch commits resume");
+        } else {
+            tracing::warn!(
+                ms,
+                sub_levels = depth(),
+                "compaction is not catching up; committing anyway"
+            );
         }
     }
 

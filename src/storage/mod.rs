@@ -134,6 +134,11 @@ pub trait ReadSnapshot: Send + Sync {
     async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>>;
 }
 
+/// The longest one epoch waits in [`EpochCommitter::write_stall`]; after it
+/// the epoch commits anyway (a compactor that cannot run must not stop the
+/// job for good).
+pub const WRITE_STALL_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Meta's side of the store: commits epochs and table drops durably.
 #[async_trait]
 pub trait EpochCommitter: Send + Sync + 'static {
@@ -150,6 +155,11 @@ pub trait EpochCommitter: Send + Sync + 'static {
         files: Vec<SstInfo>,
         catalog: Option<Bytes>,
     ) -> StorageResult<()>;
+    /// Before an epoch commits: waits while the store is too far behind
+    /// for reads to stay bounded (too many L0 files), for at most
+    /// [`WRITE_STALL_MAX`]. Sources hold back while their last epoch is
+    /// uncommitted, so the job slows down to what the store can take.
+    async fn write_stall(&self) {}
     /// Delete all state of a table, committed with the next epoch.
     fn drop_table(&self, table_id: TableId);
     /// Before a recovery: read the committed version again if a commit
