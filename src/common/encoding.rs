@@ -195,12 +195,17 @@ fn decode_datum(data: &mut &[u8], ty: DataType, desc: bool) -> Result<Datum, Dec
     if tag != VALUE_TAG_ASC {
         return Err(DecodeError("bad null tag"));
     }
+    decode_value(&mut r, ty).map(Some)
+}
+
+/// Decodes a value body (what follows the null tag) of type `ty`.
+fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError> {
     let v = match ty {
         DataType::Int16 => ScalarValue::Int16((u16::from_be_bytes(r.take()?) ^ 0x8000) as i16),
         DataType::Int32 => ScalarValue::Int32((u32::from_be_bytes(r.take()?) ^ 0x8000_0000) as i32),
         DataType::Int64 => ScalarValue::Int64((u64::from_be_bytes(r.take()?) ^ (1 << 63)) as i64),
-        DataType::Float32 => ScalarValue::Float32(decode_f64(&mut r)?),
-        DataType::Float64 => ScalarValue::Float64(decode_f64(&mut r)?),
+        DataType::Float32 => ScalarValue::Float32(decode_f64(r)?),
+        DataType::Float64 => ScalarValue::Float64(decode_f64(r)?),
         DataType::Decimal => {
             let class = r.byte()?;
             if class != 1 {
@@ -239,8 +244,8 @@ fn decode_datum(data: &mut &[u8], ty: DataType, desc: bool) -> Result<Datum, Dec
         DataType::Date => {
             let days = (u64::from_be_bytes(r.take()?) ^ (1 << 63)) as i64;
             ScalarValue::Date(
-                NaiveDate::default()
-                    .checked_add_signed(chrono::Duration::days(days))
+                chrono::Duration::try_days(days)
+                    .and_then(|d| NaiveDate::default().checked_add_signed(d))
                     .ok_or(DecodeError("date out of range"))?,
             )
         }
@@ -256,12 +261,16 @@ fn decode_datum(data: &mut &[u8], ty: DataType, desc: bool) -> Result<Datum, Dec
             let total = (u128::from_be_bytes(r.take()?) ^ (1 << 127)) as i128;
             let months = i32::from_be_bytes(r.take()?);
             let days = i32::from_be_bytes(r.take()?);
-            let micros =
-                total - (months as i128 * 30 + days as i128) * Interval::MICROS_PER_DAY as i128;
-            ScalarValue::Interval(Interval::new(months, days, micros as i64))
+            let micros = total
+                .checked_sub(
+                    (months as i128 * 30 + days as i128) * Interval::MICROS_PER_DAY as i128,
+                )
+                .and_then(|m| i64::try_from(m).ok())
+                .ok_or(DecodeError("interval out of range"))?;
+            ScalarValue::Interval(Interval::new(months, days, micros))
         }
     };
-    Ok(Some(v))
+    Ok(v)
 }
 
 fn decode_f64(r: &mut Reader) -> Result<F64, DecodeError> {
@@ -390,13 +399,7 @@ mod tests {
 pub fn encode_row_tagged(buf: &mut Vec<u8>, row: &[Datum]) {
     buf.extend_from_slice(&(row.len() as u32).to_le_bytes());
     for d in row {
-        match d {
-            None => buf.push(0xff),
-            Some(v) => {
-                buf.push(type_tag(v.data_type()));
-                encode_value(buf, v);
-            }
-        }
+        encode_datum_tagged(buf, d);
     }
 }
 
@@ -406,26 +409,35 @@ pub fn decode_row_tagged(mut data: &[u8]) -> Result<Row, DecodeError> {
     }
     let n = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
     data = &data[4..];
-    let mut row = Vec::with_capacity(n);
+    // Every datum takes at least one byte: bound the allocation by that.
+    let mut row = Vec::with_capacity(n.min(data.len()));
     for _ in 0..n {
-        let (&tag, rest) = data.split_first().ok_or(DecodeError("unexpected end"))?;
-        if tag == 0xff {
-            data = rest;
-            row.push(None);
-            continue;
-        }
-        let ty = tag_type(tag)?;
-        // reuse the datum decoder: it expects a null tag first
-        let mut buf = Vec::with_capacity(rest.len() + 1);
-        buf.push(VALUE_TAG_ASC);
-        buf.extend_from_slice(rest);
-        let mut slice: &[u8] = &buf;
-        let d = decode_datum(&mut slice, ty, false)?;
-        let consumed = buf.len() - slice.len() - 1;
-        data = &rest[consumed..];
-        row.push(d);
+        row.push(decode_datum_tagged(&mut data)?);
     }
     Ok(row)
+}
+
+/// One datum of the self-describing encoding: `0xff` for NULL, else the
+/// type tag and the value body.
+pub fn encode_datum_tagged(buf: &mut Vec<u8>, datum: &Datum) {
+    match datum {
+        None => buf.push(0xff),
+        Some(v) => {
+            buf.push(type_tag(v.data_type()));
+            encode_value(buf, v);
+        }
+    }
+}
+
+/// Reads one datum written by [`encode_datum_tagged`], advancing `data`.
+pub fn decode_datum_tagged(data: &mut &[u8]) -> Result<Datum, DecodeError> {
+    let (&tag, rest) = data.split_first().ok_or(DecodeError("unexpected end"))?;
+    *data = rest;
+    if tag == 0xff {
+        return Ok(None);
+    }
+    let ty = tag_type(tag)?;
+    decode_value(&mut Reader { data, flip: false }, ty).map(Some)
 }
 
 const ALL_TYPES: [DataType; 11] = [

@@ -3,6 +3,8 @@
 
 pub mod actor;
 pub mod build;
+/// The wire encoding of chunks and barriers for the remote exchange.
+pub mod codec;
 pub mod compute_node;
 pub mod datagen;
 pub mod exchange;
