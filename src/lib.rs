@@ -65,6 +65,9 @@ pub mod meta;
 pub mod pgwire;
 /// Logical plans and the stream planner that cuts them into fragments.
 pub mod planner;
+/// gRPC between cluster processes: the generated service code and the
+/// cluster secret.
+pub mod rpc;
 /// Parsing and binding of SQL.
 pub mod sql;
 /// The state store and per-actor state tables.

@@ -1,0 +1,102 @@
+//! gRPC between the processes of a cluster: the generated code of
+//! `proto/ebbflow/cluster.proto` (tonic + prost, compiled by `protox` in
+//! `build.rs`) and the cluster secret every call carries.
+//!
+//! The secret is a shared token: each call sends it in the
+//! [`SECRET_HEADER`] metadata entry and a server refuses any call without
+//! the right one. Over plain TCP it keeps out processes that were not given
+//! the secret (a wrongly configured node, another cluster on the same
+//! machine), not someone who can read the traffic; that needs TLS.
+
+use std::path::Path;
+
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Status};
+
+/// The generated messages, clients and servers.
+pub mod pb {
+    tonic::include_proto!("ebbflow.cluster");
+}
+
+/// The metadata entry that carries the cluster secret.
+pub const SECRET_HEADER: &str = "x-ebbflow-secret";
+
+/// Shortest secret accepted: a short one is easy to guess.
+pub const MIN_SECRET_LEN: usize = 16;
+
+/// The cluster secret: every process of a cluster has the same one.
+#[derive(Clone)]
+pub struct ClusterSecret(MetadataValue<tonic::metadata::Ascii>);
+
+impl std::fmt::Debug for ClusterSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterSecret(..)")
+    }
+}
+
+impl ClusterSecret {
+    /// A secret from its text: printable ASCII without spaces, at least
+    /// [`MIN_SECRET_LEN`] characters.
+    pub fn new(text: &str) -> Result<ClusterSecret, String> {
+        let text = text.trim();
+        if text.len() < MIN_SECRET_LEN {
+            return Err(format!(
+                "the cluster secret must be at least {MIN_SECRET_LEN} characters"
+            ));
+        }
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the cluster secret must be printable ASCII without spaces".into());
+        }
+        MetadataValue::try_from(text)
+            .map(ClusterSecret)
+            .map_err(|e| format!("bad cluster secret: {e}"))
+    }
+
+    /// Reads the secret from a file (surrounding whitespace ignored).
+    pub fn from_file(path: &Path) -> Result<ClusterSecret, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read the cluster secret file {}: {e}",
+                path.display()
+            )
+        })?;
+        ClusterSecret::new(&text).map_err(|e| format!("{e} ({})", path.display()))
+    }
+
+    /// Adds the secret to an outgoing request (a client interceptor).
+    pub fn attach<T>(&self, mut request: Request<T>) -> Result<Request<T>, Status> {
+        request.metadata_mut().insert(SECRET_HEADER, self.0.clone());
+        Ok(request)
+    }
+
+    /// Lets a request through only with the right secret (a server
+    /// interceptor). A refusal is logged once per call, with the peer.
+    pub fn check<T>(&self, request: Request<T>) -> Result<Request<T>, Status> {
+        let given = request.metadata().get(SECRET_HEADER);
+        let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), self.0.as_bytes()));
+        if ok {
+            return Ok(request);
+        }
+        let peer = request
+            .remote_addr()
+            .map_or_else(|| "unknown peer".to_owned(), |a| a.to_string());
+        let why = if given.is_some() {
+            "a wrong cluster secret"
+        } else {
+            "no cluster secret"
+        };
+        tracing::warn!(%peer, "refused an internal call with {why}");
+        Err(Status::unauthenticated(format!(
+            "refused: {why} (every process of a cluster needs the same --cluster-secret-file)"
+        )))
+    }
+}
+
+/// Compares without an early exit, so the time taken does not tell how
+/// much of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests;
