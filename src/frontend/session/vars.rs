@@ -230,7 +230,7 @@ impl LocalSession {
             })
     }
 
-    fn all_vars(&self) -> Vec<(String, String)> {
+    pub(super) fn all_vars(&self) -> Vec<(String, String)> {
         let vars = self.vars.lock();
         let mut out: Vec<(String, String)> = vars.other.clone().into_iter().collect();
         out.push((
