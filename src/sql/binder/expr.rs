@@ -214,6 +214,24 @@ impl Binder<'_> {
                     BinaryOperator::LtEq => Func::LtEq,
                     BinaryOperator::Gt => Func::Gt,
                     BinaryOperator::GtEq => Func::GtEq,
+                    BinaryOperator::PGRegexMatch => Func::RegexMatch,
+                    BinaryOperator::PGRegexNotMatch => Func::RegexNotMatch,
+                    BinaryOperator::PGRegexIMatch => Func::RegexIMatch,
+                    BinaryOperator::PGRegexNotIMatch => Func::RegexNotIMatch,
+                    // psql writes `OPERATOR(pg_catalog.~)`.
+                    BinaryOperator::PGCustomBinaryOperator(parts)
+                        if parts.len() <= 2 && (parts.len() == 1 || parts[0] == "pg_catalog") =>
+                    {
+                        match parts.last().map(String::as_str) {
+                            Some("~") => Func::RegexMatch,
+                            Some("!~") => Func::RegexNotMatch,
+                            Some("~*") => Func::RegexIMatch,
+                            Some("!~*") => Func::RegexNotIMatch,
+                            Some("=") => Func::Eq,
+                            Some("<>") => Func::NotEq,
+                            _ => return Err(SqlError::unsupported(format!("operator {op}"))),
+                        }
+                    }
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 };
                 let l = self.bind_expr(scope, left)?;
@@ -336,6 +354,17 @@ impl Binder<'_> {
                 }
                 if format.is_some() {
                     return Err(SqlError::unsupported("CAST ... FORMAT"));
+                }
+                if matches!(data_type, ast::DataType::Regclass) {
+                    let inner = self.bind_expr(scope, expr)?;
+                    return typed(self.bind_oid_cast(inner, "regclass")?);
+                }
+                if let ast::DataType::Custom(name, mods) = data_type {
+                    let n = crate::sql::parser::object_name_to_string(name).to_lowercase();
+                    if let (Some(target), true) = (super::pg_funcs::oid_type(&n), mods.is_empty()) {
+                        let inner = self.bind_expr(scope, expr)?;
+                        return typed(self.bind_oid_cast(inner, target)?);
+                    }
                 }
                 let ty = data_type_from_ast(data_type)?;
                 let inner = self.bind_expr(scope, expr)?;

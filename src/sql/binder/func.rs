@@ -224,6 +224,10 @@ impl Binder<'_> {
                 }
             }
         }
+        let bound = match self.bind_pg_function(&name, bound.clone())? {
+            Some(e) => return Ok(BExpr::Typed(e)),
+            None => bound,
+        };
         match Func::from_name(&name) {
             Some(func) => Ok(BExpr::Typed(self.bind_func(func, bound)?)),
             None => {

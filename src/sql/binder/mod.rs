@@ -22,6 +22,7 @@ mod expr;
 mod from;
 mod func;
 mod misc;
+mod pg_funcs;
 mod query;
 mod scope;
 mod select;
@@ -118,6 +119,9 @@ pub(super) struct Binder<'a> {
     /// Visible `WITH` queries, innermost last.
     ctes: Vec<HashMap<String, BoundQuery>>,
     ctx: ExprCtx,
+    /// Binding the query of a materialized view: functions whose value
+    /// depends on when they run (`now()`) are refused.
+    streaming: bool,
 }
 
 impl<'a> Binder<'a> {
@@ -127,6 +131,7 @@ impl<'a> Binder<'a> {
             params,
             param_types: Vec::new(),
             ctes: Vec::new(),
+            streaming: false,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },
