@@ -340,6 +340,13 @@ impl LocalSession {
             BoundStatement::ShowActors { name } => self.show_actors(name),
             BoundStatement::Explain { inner } => self.explain(*inner),
             BoundStatement::TransactionControl { tag } => Ok(command(tag)),
+            BoundStatement::Deallocate { all } => {
+                Ok(command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" }))
+            }
+            BoundStatement::ResetAll { tag } => {
+                *self.vars.lock() = Vars::default();
+                Ok(command(tag))
+            }
             BoundStatement::AlterSystemSet { name, value } => {
                 self.alter_system_set(&name, &value)?;
                 Ok(command("ALTER SYSTEM"))
