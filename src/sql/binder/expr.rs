@@ -382,6 +382,9 @@ impl Binder<'_> {
                 else_result.as_deref(),
             )?),
             E::Function(f) => self.bind_function(scope, f),
+            // Strings compare byte-wise whatever the collation; psql writes
+            // `COLLATE pg_catalog.default`.
+            E::Collate { expr, .. } => self.bind_expr(scope, expr),
             E::Substring {
                 expr,
                 substring_from,
