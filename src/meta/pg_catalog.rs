@@ -489,6 +489,28 @@ pub const PG_RELATIONS: &[(u32, &str, &str, &[Col])] = &[
     ),
 ];
 
+/// PostgreSQL catalogs that are always empty in ebbflow (no defaults,
+/// inheritance, triggers, rules, policies, publications, extended
+/// statistics, partitions, foreign tables or sequences): a subquery over
+/// one is folded by the binder, so psql's `\d name` works without them.
+pub const ALWAYS_EMPTY: &[&str] = &[
+    "pg_attrdef",
+    "pg_collation",
+    "pg_inherits",
+    "pg_description",
+    "pg_trigger",
+    "pg_rewrite",
+    "pg_policy",
+    "pg_publication",
+    "pg_publication_rel",
+    "pg_publication_namespace",
+    "pg_statistic_ext",
+    "pg_partitioned_table",
+    "pg_foreign_table",
+    "pg_sequence",
+    "pg_depend",
+];
+
 /// A built-in type: `(oid, typname, format_type name, typlen, category,
 /// array oid)`.
 pub type PgType = (i32, &'static str, &'static str, i16, &'static str, i32);
@@ -1032,7 +1054,6 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                 ]
             })
             .collect(),
-        (_, "pg_collation") => vec![vec![int(100), text("default"), int(PG_CATALOG_OID)]],
         (_, "pg_tablespace") => vec![
             vec![int(1663), text("pg_default"), int(ROLE_OID)],
             vec![int(1664), text("pg_global"), int(ROLE_OID)],

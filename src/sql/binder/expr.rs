@@ -291,8 +291,16 @@ impl Binder<'_> {
                 negated,
                 ..
             } => {
-                let ast::InTarget::List(list) = target else {
-                    return Err(SqlError::unsupported("subqueries in expressions"));
+                let list = match target {
+                    ast::InTarget::List(list) => list,
+                    ast::InTarget::Subquery(q) if self.over_empty_catalog(q) => {
+                        // `x IN (empty)` is false, `x NOT IN (empty)` true.
+                        return typed(Expr::literal(
+                            Some(ScalarValue::Boolean(*negated)),
+                            DataType::Boolean,
+                        ));
+                    }
+                    _ => return Err(SqlError::unsupported("subqueries in expressions")),
                 };
                 let x = self.bind_expr(scope, expr)?;
                 let mut acc: Option<Expr> = None;
@@ -451,6 +459,13 @@ impl Binder<'_> {
                 let arg = self.bind_expr(scope, expr)?;
                 typed(self.bind_func(func, vec![arg])?)
             }
+            // Subqueries are folded only when they read a catalog that is
+            // always empty in ebbflow (psql's `\d` asks pg_attrdef,
+            // pg_inherits, pg_trigger, …): their result is then known.
+            E::Exists { subquery, negated } if self.over_empty_catalog(subquery) => typed(
+                Expr::literal(Some(ScalarValue::Boolean(*negated)), DataType::Boolean),
+            ),
+            E::Subquery(q) if self.over_empty_catalog(q) => Ok(BExpr::Unknown(Unknown::Null)),
             E::Exists { .. } | E::Subquery(_) => {
                 Err(SqlError::unsupported("subqueries in expressions"))
             }

@@ -9,13 +9,15 @@
 
 use std::sync::Arc;
 
+use sqlparser::ast;
+
 use super::expr::{BExpr, Unknown};
 use super::Binder;
 use crate::common::{DataType, ScalarValue};
 use crate::expr::{build_cast, build_func, Expr, Func};
 use crate::meta::catalog::RelationKind;
 use crate::meta::pg_catalog::{
-    index_def, index_oid, relation_oid, PG_CATALOG_IDS, PG_TYPES, USER_OID_BASE,
+    index_def, index_oid, relation_oid, ALWAYS_EMPTY, PG_CATALOG_IDS, PG_TYPES, USER_OID_BASE,
 };
 use crate::sql::{SqlError, SqlResult};
 
@@ -86,6 +88,88 @@ pub(super) fn oid_type(name: &str) -> Option<&'static str> {
 }
 
 impl Binder<'_> {
+    /// Whether `q` reads, in an inner position of its top-level FROM (a
+    /// FROM item or the right side of an inner or cross join), a
+    /// `pg_catalog` relation that is always empty in ebbflow, so that its
+    /// FROM yields no rows. A user relation of that name wins.
+    pub(super) fn over_empty_catalog(&self, q: &ast::Query) -> bool {
+        match q.body.as_ref() {
+            ast::SetExpr::Select(select) => self.select_over_empty_catalog(select),
+            _ => false,
+        }
+    }
+
+    fn select_over_empty_catalog(&self, select: &ast::Select) -> bool {
+        let empty = |f: &ast::TableFactor| {
+            let ast::TableFactor::Table { name, .. } = f else {
+                return false;
+            };
+            let full = crate::sql::parser::object_name_to_string(name).to_lowercase();
+            let (schema, rel) = match full.rsplit_once('.') {
+                Some((s, r)) => (Some(s), r),
+                None => (None, full.as_str()),
+            };
+            matches!(schema, None | Some("pg_catalog"))
+                && ALWAYS_EMPTY.contains(&rel)
+                && self
+                    .catalog
+                    .relation(schema, rel)
+                    .is_none_or(|r| r.kind == RelationKind::System)
+        };
+        select.from.iter().any(|t| {
+            empty(&t.relation)
+                || t.joins.iter().any(|j| {
+                    matches!(
+                        j.join_operator,
+                        ast::JoinOperator::Join(_)
+                            | ast::JoinOperator::Inner(_)
+                            | ast::JoinOperator::CrossJoin(_)
+                    ) && empty(&j.relation)
+                })
+        })
+    }
+
+    /// The output names of a query known to return no rows (see
+    /// [`Self::over_empty_catalog`]): no aggregation (whose empty input
+    /// still yields a row), every branch of a UNION empty, and named
+    /// output columns. `None` when the query must be bound normally.
+    pub(super) fn empty_catalog_query(&self, body: &ast::SetExpr) -> Option<Vec<String>> {
+        match body {
+            ast::SetExpr::Select(select) => {
+                let grouped = !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+                    || select.having.is_some();
+                if grouped || !self.select_over_empty_catalog(select) {
+                    return None;
+                }
+                select
+                    .projection
+                    .iter()
+                    .map(|item| match item {
+                        ast::SelectItem::UnnamedExpr(e) if !super::func::contains_aggregate(e) => {
+                            Some(super::func::figure_name(e))
+                        }
+                        ast::SelectItem::ExprWithAlias { expr, alias }
+                            if !super::func::contains_aggregate(expr) =>
+                        {
+                            Some(crate::sql::parser::ident_value(
+                                &alias.value,
+                                alias.quote_style,
+                            ))
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            }
+            ast::SetExpr::SetOperation { left, right, .. } => {
+                let names = self.empty_catalog_query(left)?;
+                self.empty_catalog_query(right)?;
+                Some(names)
+            }
+            ast::SetExpr::Query(q) => self.empty_catalog_query(&q.body),
+            _ => None,
+        }
+    }
+
     /// An argument as an OID-valued (integer) expression.
     fn oid_arg(&mut self, b: BExpr) -> SqlResult<Expr> {
         let e = self.resolve(b, DataType::Int32)?;
