@@ -23,6 +23,8 @@ const COMMANDS: &[&str] = &[
     r"\l",
     r"\d orders",
     r"\d events",
+    r"\d+ orders",
+    r"\dt+",
     r"\d+ revenue",
 ];
 

@@ -747,7 +747,7 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
             for (schema, r) in &rels {
                 let visible = r.visible_columns().count();
                 let index = index_oid(r);
-                rows.push(vec![
+                let row = vec![
                     int(relation_oid(r)),
                     text(r.name.as_str()),
                     int(namespace_oid(schema)),
@@ -781,9 +781,10 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                     None,
                     None,
                     None,
-                ]);
+                ];
+                rows.push(row.clone());
                 if let Some(index) = index {
-                    let mut row = rows.last().cloned().unwrap_or_default();
+                    let mut row = row;
                     row[0] = int(index);
                     row[1] = text(pk_name(r));
                     row[6] = int(403);
@@ -798,23 +799,32 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
         (_, "pg_attribute") => {
             let mut rows = Vec::new();
             for (_, r) in &rels {
-                for (num, (i, c)) in r.visible_columns().enumerate() {
+                let attribute = |relid: i64, num: usize, c: &ColumnDesc, not_null: bool| {
                     let ty = pg_type_of(c.data_type);
-                    rows.push(vec![
-                        int(relation_oid(r)),
+                    vec![
+                        int(relid),
                         text(c.name.as_str()),
                         int(c.data_type.oid()),
                         int(-1),
                         small(ty.map_or(-1, |t| t.3)),
-                        small(num + 1),
+                        small(num),
                         int(0),
                         int(-1),
                         int(-1),
                         boolean(ty.is_some_and(|t| (1..=8).contains(&t.3))),
-                        text("i"),
-                        text("p"),
+                        text(if ty.is_some_and(|t| t.3 == 8) {
+                            "d"
+                        } else {
+                            "i"
+                        }),
+                        // Variable-length values are `extended` in PostgreSQL.
+                        text(if ty.is_some_and(|t| t.3 < 0) {
+                            "x"
+                        } else {
+                            "p"
+                        }),
                         text(""),
-                        boolean(r.user_pk && r.pk.contains(&i)),
+                        boolean(not_null),
                         boolean(false),
                         boolean(false),
                         text(""),
@@ -831,18 +841,16 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                         None,
                         None,
                         None,
-                    ]);
+                    ]
+                };
+                for (num, (i, c)) in r.visible_columns().enumerate() {
+                    let not_null = r.user_pk && r.pk.contains(&i);
+                    rows.push(attribute(relation_oid(r), num + 1, c, not_null));
                 }
                 if let Some(index) = index_oid(r) {
                     for (num, i) in r.pk.iter().enumerate() {
                         if let Some(c) = r.columns.get(*i) {
-                            let mut row = rows.last().cloned().unwrap_or_default();
-                            row[0] = int(index);
-                            row[1] = text(c.name.as_str());
-                            row[2] = int(c.data_type.oid());
-                            row[5] = small(num + 1);
-                            row[13] = boolean(false);
-                            rows.push(row);
+                            rows.push(attribute(index, num + 1, c, false));
                         }
                     }
                 }

@@ -87,22 +87,50 @@ pub(super) fn oid_type(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Array-typed columns of the catalogs, always NULL in ebbflow.
+const NULL_ARRAY_COLUMNS: &[&str] = &[
+    "reloptions",
+    "relacl",
+    "attoptions",
+    "attacl",
+    "datacl",
+    "nspacl",
+    "typacl",
+    "polroles",
+];
+
 impl Binder<'_> {
     /// Whether `q` reads, in an inner position of its top-level FROM (a
     /// FROM item or the right side of an inner or cross join), a
     /// `pg_catalog` relation that is always empty in ebbflow, so that its
     /// FROM yields no rows. A user relation of that name wins.
+    /// An aggregation over it still yields a row, so it must not group
+    /// (see [`Self::empty_catalog_query`]).
     pub(super) fn over_empty_catalog(&self, q: &ast::Query) -> bool {
-        match q.body.as_ref() {
-            ast::SetExpr::Select(select) => self.select_over_empty_catalog(select),
-            _ => false,
-        }
+        q.with.is_none() && self.empty_catalog_query(&q.body).is_some()
     }
 
     fn select_over_empty_catalog(&self, select: &ast::Select) -> bool {
         let empty = |f: &ast::TableFactor| {
-            let ast::TableFactor::Table { name, .. } = f else {
-                return false;
+            let name = match f {
+                ast::TableFactor::Table {
+                    name, args: None, ..
+                } => name,
+                // `unnest(c.reloptions)`: the catalogs' array columns are
+                // always NULL in ebbflow, so this yields no rows.
+                ast::TableFactor::Table {
+                    name,
+                    args: Some(args),
+                    ..
+                } => {
+                    let func = crate::sql::parser::object_name_to_string(name).to_lowercase();
+                    return matches!(func.as_str(), "unnest" | "pg_catalog.unnest")
+                        && args.args.iter().all(|a| {
+                            matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                                ast::Expr::CompoundIdentifier(parts))) if parts.last().is_some_and(|p| NULL_ARRAY_COLUMNS.contains(&p.value.as_str())))
+                        });
+                }
+                _ => return false,
             };
             let full = crate::sql::parser::object_name_to_string(name).to_lowercase();
             let (schema, rel) = match full.rsplit_once('.') {
@@ -462,6 +490,18 @@ impl Binder<'_> {
                     b => self.oid_arg(b)?,
                 };
                 oid_case(x, defs, null_text())?
+            }
+            "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" | "pg_indexes_size" => {
+                // Sizes are not tracked per relation (state lives in shared
+                // files); NULL rather than a made-up number.
+                arity((1..=2).contains(&n))?;
+                Expr::literal(None, DataType::Int64)
+            }
+            "pg_size_pretty" => {
+                arity(n == 1)?;
+                let x = self.resolve(args.remove(0), DataType::Int64)?;
+                let text_x = build_cast(x, DataType::Varchar, true)?;
+                build_func(Func::Concat, vec![text_x, text(" bytes")])?
             }
             "array_to_string" => {
                 // Only over the catalogs' array columns, which are NULL
