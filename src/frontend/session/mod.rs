@@ -112,19 +112,28 @@ pub struct MetaScan<'a> {
 impl<'a> MetaScan<'a> {
     pub async fn prefetch(
         meta: &'a Meta,
-        session: SessionInfo,
+        session: impl FnOnce() -> SessionInfo,
         plan: &LogicalPlan,
     ) -> FResult<MetaScan<'a>> {
         let mut scans: Vec<Arc<RelationDesc>> = Vec::new();
+        let mut reads_system = false;
         let mut stack = vec![plan];
         while let Some(p) = stack.pop() {
             if let LogicalPlan::Scan { relation } = p {
                 if relation.kind != RelationKind::System {
                     scans.push(relation.clone());
+                } else {
+                    reads_system = true;
                 }
             }
             stack.extend(p.children());
         }
+        // Only the catalogs need the session's settings: spare DML the copy.
+        let session = if reads_system {
+            session()
+        } else {
+            SessionInfo::default()
+        };
         let mut rows = std::collections::HashMap::new();
         if !scans.is_empty() {
             let snapshot = meta.store.snapshot();
@@ -255,16 +264,22 @@ impl LocalSession {
     fn catalog(&self) -> MetaCatalog<'_> {
         MetaCatalog {
             meta: &self.meta,
-            session: self.session_info(),
+            session: self.session_info(false),
         }
     }
 
     /// The session as statements see it; `now()` is the time of this call.
-    fn session_info(&self) -> SessionInfo {
+    /// The binder needs only `search_path` of the settings; `all` lists
+    /// every one (for `pg_settings`).
+    fn session_info(&self, all: bool) -> SessionInfo {
         SessionInfo {
             user: self.user.clone(),
             database: self.database.clone(),
-            settings: self.all_vars(),
+            settings: if all {
+                self.all_vars()
+            } else {
+                vec![("search_path".into(), self.vars.lock().search_path())]
+            },
             statement_time: chrono::Utc::now().naive_utc(),
             backend_pid: self.backend_pid,
         }
@@ -278,7 +293,8 @@ impl LocalSession {
     async fn execute_bound(&self, bound: BoundStatement) -> FResult<StatementResult> {
         match bound {
             BoundStatement::Query { plan, names } => {
-                let scan = MetaScan::prefetch(&self.meta, self.session_info(), &plan).await?;
+                let scan =
+                    MetaScan::prefetch(&self.meta, || self.session_info(true), &plan).await?;
                 let rows = batch::execute(&plan, &scan)?;
                 Ok(rows_result(query_fields(&plan, names), rows))
             }

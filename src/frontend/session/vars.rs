@@ -48,6 +48,16 @@ impl Default for Vars {
     }
 }
 
+impl Vars {
+    /// The `search_path` setting as written.
+    pub(super) fn search_path(&self) -> String {
+        self.other
+            .get("search_path")
+            .cloned()
+            .unwrap_or_else(|| "public".into())
+    }
+}
+
 /// `WITH (parallelism = n)` of a CREATE statement.
 fn with_parallelism(options: &BTreeMap<String, String>) -> FResult<Option<Parallelism>> {
     match options.get("parallelism") {
