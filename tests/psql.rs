@@ -21,6 +21,7 @@ const COMMANDS: &[&str] = &[
     r"\dv",
     r"\dn",
     r"\l",
+    r"\du",
     r"\d orders",
     r"\d events",
     r"\d+ orders",

@@ -509,6 +509,7 @@ pub const ALWAYS_EMPTY: &[&str] = &[
     "pg_foreign_table",
     "pg_sequence",
     "pg_depend",
+    "pg_auth_members",
 ];
 
 /// A built-in type: `(oid, typname, format_type name, typlen, category,
