@@ -22,6 +22,7 @@ const COMMANDS: &[&str] = &[
     r"\dn",
     r"\l",
     r"\du",
+    r"\df",
     r"\d orders",
     r"\d events",
     r"\d+ orders",

@@ -565,7 +565,7 @@ const PG_PROCS: &[(&str, i16, i32)] = &[
     ("has_database_privilege", 2, 16),
     ("has_schema_privilege", 2, 16),
     ("has_table_privilege", 2, 16),
-    ("now", 0, 1184),
+    ("now", 0, 1114),
     ("obj_description", 2, 25),
     ("pg_backend_pid", 0, 23),
     ("pg_encoding_to_char", 1, 19),
@@ -578,6 +578,24 @@ const PG_PROCS: &[(&str, i16, i32)] = &[
     ("quote_ident", 1, 25),
     ("version", 0, 25),
 ];
+
+/// OID of the `i`th entry of `pg_proc`.
+const PROC_OID_BASE: i64 = 9000;
+
+/// `(oid, result type name)` of every function `pg_proc` lists.
+pub fn proc_results() -> Vec<(i64, String)> {
+    PG_PROCS
+        .iter()
+        .zip(PROC_OID_BASE..)
+        .map(|((_, _, ret), oid)| {
+            let name = PG_TYPES
+                .iter()
+                .find(|t| t.0 == *ret)
+                .map_or("text", |t| t.2);
+            (oid, name.to_string())
+        })
+        .collect()
+}
 
 /// The schema a system relation lives in.
 pub fn system_schema(id: TableId) -> &'static str {
@@ -1022,7 +1040,7 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
             .enumerate()
             .map(|(i, (name, nargs, ret))| {
                 vec![
-                    int(9000 + i),
+                    int(PROC_OID_BASE + i as i64),
                     text(*name),
                     int(PG_CATALOG_OID),
                     int(ROLE_OID),

@@ -491,6 +491,20 @@ impl Binder<'_> {
                 };
                 oid_case(x, defs, null_text())?
             }
+            "pg_function_is_visible" => {
+                // Every function is built in, in pg_catalog.
+                arity(n == 1)?;
+                boolean(true)
+            }
+            "pg_get_function_result" => {
+                arity(n == 1)?;
+                let x = self.oid_arg(args.remove(0))?;
+                oid_case(x, crate::meta::pg_catalog::proc_results(), null_text())?
+            }
+            "pg_get_function_arguments" | "pg_get_function_identity_arguments" => {
+                arity(n == 1)?;
+                null_text()
+            }
             "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" | "pg_indexes_size" => {
                 // Sizes are not tracked per relation (state lives in shared
                 // files); NULL rather than a made-up number.
