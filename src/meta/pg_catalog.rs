@@ -836,11 +836,12 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                         } else {
                             "i"
                         }),
-                        // Variable-length values are `extended` in PostgreSQL.
-                        text(if ty.is_some_and(|t| t.3 < 0) {
-                            "x"
-                        } else {
-                            "p"
+                        // PostgreSQL's typstorage: numeric is `main`, other
+                        // variable-length types `extended`.
+                        text(match c.data_type {
+                            DataType::Decimal => "m",
+                            _ if ty.is_some_and(|t| t.3 < 0) => "x",
+                            _ => "p",
                         }),
                         text(""),
                         boolean(not_null),
