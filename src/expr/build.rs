@@ -71,6 +71,12 @@ pub enum Func {
     LTrim,
     /// `rtrim(string [, characters])`, `TRIM(TRAILING ...)`.
     RTrim,
+    /// `~`, `!~`, `~*`, `!~*`: POSIX-style regular expression match.
+    RegexMatch,
+    RegexNotMatch,
+    RegexIMatch,
+    RegexNotIMatch,
+    QuoteIdent,
 }
 
 impl Func {
@@ -95,6 +101,7 @@ impl Func {
             "abs" => Func::Abs,
             "ceil" | "ceiling" => Func::Ceil,
             "floor" => Func::Floor,
+            "quote_ident" => Func::QuoteIdent,
             _ => return None,
         })
     }
@@ -115,6 +122,10 @@ impl Func {
             Func::GtEq => ">=",
             Func::Concat => "||",
             Func::Like | Func::NotLike => "~~",
+            Func::RegexMatch => "~",
+            Func::RegexNotMatch => "!~",
+            Func::RegexIMatch => "~*",
+            Func::RegexNotIMatch => "!~*",
             Func::ILike | Func::NotILike => "~~*",
             _ => return None,
         })
@@ -168,6 +179,11 @@ impl Func {
             Func::Abs => "abs",
             Func::Ceil => "ceil",
             Func::Floor => "floor",
+            Func::RegexMatch => "textregexeq",
+            Func::RegexNotMatch => "textregexne",
+            Func::RegexIMatch => "texticregexeq",
+            Func::RegexNotIMatch => "texticregexne",
+            Func::QuoteIdent => "quote_ident",
         }
     }
 }
@@ -414,7 +430,11 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
                 .collect::<ExprResult<_>>()?;
             Ok(func_expr(func, args, Varchar))
         }
-        Func::Lower | Func::Upper => {
+        Func::RegexMatch | Func::RegexNotMatch | Func::RegexIMatch | Func::RegexNotIMatch => {
+            arity(types == [Varchar, Varchar])?;
+            Ok(func_expr(func, args, Boolean))
+        }
+        Func::Lower | Func::Upper | Func::QuoteIdent => {
             arity(types == [Varchar])?;
             Ok(func_expr(func, args, Varchar))
         }

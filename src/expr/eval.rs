@@ -227,6 +227,13 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
         Func::GtEq => cmp(|o| o != Ordering::Less),
         Func::Concat => text(format!("{}{}", as_str(v(0)?)?, as_str(v(1)?)?)),
         Func::Lower => text(as_str(v(0)?)?.to_lowercase()),
+        Func::QuoteIdent => text(string::quote_ident(as_str(v(0)?)?)),
+        Func::RegexMatch | Func::RegexNotMatch | Func::RegexIMatch | Func::RegexNotIMatch => {
+            let ci = matches!(func, Func::RegexIMatch | Func::RegexNotIMatch);
+            let m = string::regex_match(as_str(v(0)?)?, as_str(v(1)?)?, ci)?;
+            let negate = matches!(func, Func::RegexNotMatch | Func::RegexNotIMatch);
+            Ok(Some(ScalarValue::Boolean(m != negate)))
+        }
         Func::Upper => text(as_str(v(0)?)?.to_uppercase()),
         Func::Length => Ok(Some(ScalarValue::Int32(
             i32::try_from(as_str(v(0)?)?.chars().count())

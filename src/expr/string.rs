@@ -152,3 +152,119 @@ pub fn like(
     }
     Ok(toks[pi..].iter().all(|t| *t == Tok::Any))
 }
+
+/// `text ~ pattern`: whether `pattern` matches anywhere in `s`. Patterns
+/// are compiled per call: the operator serves catalog queries (psql's
+/// `\d name`), not hot paths.
+pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> ExprResult<bool> {
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .build()
+        .map_err(|e| {
+            ExprError::new(
+                "2201B",
+                format!(
+                    "invalid regular expression: {}",
+                    e.to_string().lines().last().unwrap_or("")
+                ),
+            )
+        })?;
+    Ok(re.is_match(s))
+}
+
+/// `quote_ident`: `s` as an SQL identifier, quoted only when needed.
+pub fn quote_ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+        && !RESERVED.contains(&s);
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+/// PostgreSQL's reserved key words (those `quote_ident` must quote).
+const RESERVED: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];

@@ -99,4 +99,42 @@ pub trait CatalogReader: Send + Sync {
     /// written (`rw_catalog`, `public`, `pg_catalog`, ...). Unqualified names
     /// resolve to user relations first, then to `rw_catalog`.
     fn relation(&self, schema: Option<&str>, name: &str) -> Option<Arc<RelationDesc>>;
+
+    /// Every relation with its schema (user relations in `public`), for
+    /// the functions that map an OID to a relation (`::regclass`,
+    /// `pg_get_viewdef`).
+    fn relations(&self) -> Vec<(String, Arc<RelationDesc>)> {
+        vec![]
+    }
+
+    /// The session binding the statement.
+    fn session(&self) -> SessionInfo {
+        SessionInfo::default()
+    }
+}
+
+/// What the binder and the `pg_catalog` relations know about the session
+/// running a statement (`current_user`, `now()`, `pg_settings`).
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub user: String,
+    pub database: String,
+    /// The session's settings, sorted by name (as `SHOW ALL` lists them).
+    pub settings: Vec<(String, String)>,
+    /// The statement's start: what `now()` returns.
+    pub statement_time: chrono::NaiveDateTime,
+    /// `pg_backend_pid()`: an id of the session, unique in this process.
+    pub backend_pid: i32,
+}
+
+impl Default for SessionInfo {
+    fn default() -> Self {
+        SessionInfo {
+            user: "root".into(),
+            database: "dev".into(),
+            settings: vec![],
+            statement_time: chrono::DateTime::UNIX_EPOCH.naive_utc(),
+            backend_pid: 0,
+        }
+    }
 }

@@ -13,6 +13,7 @@ mod ddl;
 mod dml;
 pub mod fragment;
 pub mod graph;
+pub mod pg_catalog;
 pub mod reschedule;
 pub mod scale;
 pub mod service;

@@ -125,6 +125,17 @@ pub enum BoundStatement {
     TransactionControl {
         tag: &'static str,
     },
+    /// `DEALLOCATE [PREPARE] name | ALL`: prepared statements live in the
+    /// protocol layer (the extended protocol's named statements), so the
+    /// session only acknowledges it; drivers (psycopg) send it after DDL.
+    Deallocate {
+        all: bool,
+    },
+    /// `RESET ALL` and `DISCARD ALL`: every session variable back to its
+    /// default. `tag` is the command tag to answer with.
+    ResetAll {
+        tag: &'static str,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -499,6 +499,18 @@ fn strings() {
     assert_eq!(s(Func::RTrim, &["xxaxx", "x"]), "xxa");
     assert_eq!(s(Func::Upper, &["abé"]), "ABÉ");
     assert_eq!(s(Func::Lower, &["ÀB"]), "àb");
+    assert_eq!(s(Func::QuoteIdent, &["abc_1"]), "abc_1");
+    assert_eq!(s(Func::QuoteIdent, &["Abc"]), "\"Abc\"");
+    assert_eq!(s(Func::QuoteIdent, &["a\"b"]), "\"a\"\"b\"");
+    assert_eq!(s(Func::QuoteIdent, &["table"]), "\"table\"");
+    assert_eq!(s(Func::QuoteIdent, &["1a"]), "\"1a\"");
+    assert_eq!(s(Func::QuoteIdent, &[""]), "\"\"");
+    assert_eq!(s(Func::RegexMatch, &["orders", "^(orders)$"]), "t");
+    assert_eq!(s(Func::RegexMatch, &["orders", "rde"]), "t");
+    assert_eq!(s(Func::RegexNotMatch, &["pg_toast", "^pg_toast"]), "f");
+    assert_eq!(s(Func::RegexIMatch, &["ORDERS", "^ord"]), "t");
+    assert_eq!(s(Func::RegexNotIMatch, &["ORDERS", "^ord"]), "f");
+    assert!(s(Func::RegexMatch, &["a", "("]).starts_with("ERR 2201B invalid regular expression"));
     assert_eq!(call(Func::Concat, &[(Varchar, "a"), (Int32, "1")]), "a1");
     assert_eq!(
         call(Func::Concat, &[(Varchar, "a"), (Boolean, "t")]),

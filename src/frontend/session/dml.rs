@@ -15,7 +15,7 @@ impl LocalSession {
         table: &RelationDesc,
         source: &LogicalPlan,
     ) -> FResult<StatementResult> {
-        let scan = MetaScan::prefetch(&self.meta, source).await?;
+        let scan = MetaScan::prefetch(&self.meta, || self.session_info(true), source).await?;
         let rows = batch::execute(source, &scan)?;
         let n = rows.len();
         let full: Vec<Row> = rows.into_iter().map(|r| widen(table, r)).collect();

@@ -18,7 +18,8 @@ use parking_lot::Mutex;
 use super::{FrontendError, Session, SessionFactory, StatementResult};
 use crate::batch::{self, BatchError, ScanSource};
 use crate::common::{DataType, Datum, Field, Row, ScalarValue};
-use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind};
+use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
+use crate::meta::pg_catalog::{self, pg_relation};
 use crate::meta::service::Parallelism;
 use crate::meta::system::{system_relation, system_rows};
 use crate::meta::{Meta, MetaError};
@@ -55,24 +56,44 @@ impl From<BatchError> for FrontendError {
 
 type FResult<T> = Result<T, FrontendError>;
 
-/// The catalog as the binder sees it: user relations, then `rw_catalog`.
-pub struct MetaCatalog<'a>(pub &'a Meta);
+/// The catalog as the binder sees it: user relations, then `rw_catalog`
+/// and `pg_catalog` (always on the search path, as in PostgreSQL);
+/// `information_schema` only when named.
+pub struct MetaCatalog<'a> {
+    pub meta: &'a Meta,
+    pub session: SessionInfo,
+}
 
 impl CatalogReader for MetaCatalog<'_> {
     fn relation(&self, schema: Option<&str>, name: &str) -> Option<Arc<RelationDesc>> {
         match schema {
             None | Some("public") | Some("dev") => {
-                if let Some(r) = self.0.relation_by_name(name) {
+                if let Some(r) = self.meta.relation_by_name(name) {
                     return Some(r);
                 }
                 if schema.is_none() {
-                    return system_relation(name);
+                    return system_relation(name).or_else(|| pg_relation("pg_catalog", name));
                 }
                 None
             }
-            Some("rw_catalog") | Some("pg_catalog") => system_relation(name),
+            Some("rw_catalog") => system_relation(name),
+            Some("pg_catalog") => pg_relation("pg_catalog", name).or_else(|| system_relation(name)),
+            Some("information_schema") => pg_relation("information_schema", name),
             _ => None,
         }
+    }
+
+    fn relations(&self) -> Vec<(String, Arc<RelationDesc>)> {
+        self.meta.with_state(|st| {
+            pg_catalog::all_relations(st)
+                .into_iter()
+                .map(|(s, r)| (s.to_string(), r))
+                .collect()
+        })
+    }
+
+    fn session(&self) -> SessionInfo {
+        self.session.clone()
     }
 }
 
@@ -81,23 +102,38 @@ impl CatalogReader for MetaCatalog<'_> {
 /// runs, so two tables of one query are consistent with each other.
 pub struct MetaScan<'a> {
     meta: &'a Meta,
+    /// What `pg_settings` and `pg_database` show.
+    session: SessionInfo,
     /// Rows of each scanned relation, with how many scans still want them
     /// (the last one takes them, earlier ones copy).
     rows: Mutex<std::collections::HashMap<crate::meta::catalog::TableId, (usize, Vec<Row>)>>,
 }
 
 impl<'a> MetaScan<'a> {
-    pub async fn prefetch(meta: &'a Meta, plan: &LogicalPlan) -> FResult<MetaScan<'a>> {
+    pub async fn prefetch(
+        meta: &'a Meta,
+        session: impl FnOnce() -> SessionInfo,
+        plan: &LogicalPlan,
+    ) -> FResult<MetaScan<'a>> {
         let mut scans: Vec<Arc<RelationDesc>> = Vec::new();
+        let mut reads_system = false;
         let mut stack = vec![plan];
         while let Some(p) = stack.pop() {
             if let LogicalPlan::Scan { relation } = p {
                 if relation.kind != RelationKind::System {
                     scans.push(relation.clone());
+                } else {
+                    reads_system = true;
                 }
             }
             stack.extend(p.children());
         }
+        // Only the catalogs need the session's settings: spare DML the copy.
+        let session = if reads_system {
+            session()
+        } else {
+            SessionInfo::default()
+        };
         let mut rows = std::collections::HashMap::new();
         if !scans.is_empty() {
             let snapshot = meta.store.snapshot();
@@ -115,6 +151,7 @@ impl<'a> MetaScan<'a> {
         }
         Ok(MetaScan {
             meta,
+            session,
             rows: Mutex::new(rows),
         })
     }
@@ -132,6 +169,11 @@ impl ScanSource for MetaScan<'_> {
                     snapshot.epoch(),
                     &files,
                 ));
+            }
+            if pg_catalog::is_pg_relation(relation.id) {
+                return Ok(self.meta.with_state(|st| {
+                    pg_catalog::pg_rows(st, &relation.name, relation.id, &self.session)
+                }));
             }
             return Ok(self.meta.with_state(|st| system_rows(st, &relation.name)));
         }
@@ -158,6 +200,11 @@ impl ScanSource for MetaScan<'_> {
 
 pub struct LocalSession {
     meta: Arc<Meta>,
+    /// The user and database the client connected as.
+    user: String,
+    database: String,
+    /// `pg_backend_pid()`.
+    backend_pid: i32,
     vars: Mutex<Vars>,
     /// The failure generation of the first change this session wrote
     /// since its last FLUSH: a FLUSH after a failure cannot vouch for it.
@@ -169,9 +216,13 @@ pub struct LocalSessionFactory {
 }
 
 impl SessionFactory for LocalSessionFactory {
-    fn new_session(&self, _user: &str, _database: &str) -> Arc<dyn Session> {
+    fn new_session(&self, user: &str, database: &str) -> Arc<dyn Session> {
+        static NEXT_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
         Arc::new(LocalSession {
             meta: self.meta.clone(),
+            user: if user.is_empty() { "root" } else { user }.to_string(),
+            database: if database.is_empty() { "dev" } else { database }.to_string(),
+            backend_pid: NEXT_PID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             vars: Mutex::new(Vars::default()),
             unflushed: Mutex::new(None),
         })
@@ -211,7 +262,27 @@ fn query_fields(plan: &LogicalPlan, names: Vec<String>) -> Vec<Field> {
 
 impl LocalSession {
     fn catalog(&self) -> MetaCatalog<'_> {
-        MetaCatalog(&self.meta)
+        MetaCatalog {
+            meta: &self.meta,
+            session: self.session_info(false),
+        }
+    }
+
+    /// The session as statements see it; `now()` is the time of this call.
+    /// The binder needs only `search_path` of the settings; `all` lists
+    /// every one (for `pg_settings`).
+    fn session_info(&self, all: bool) -> SessionInfo {
+        SessionInfo {
+            user: self.user.clone(),
+            database: self.database.clone(),
+            settings: if all {
+                self.all_vars()
+            } else {
+                vec![("search_path".into(), self.vars.lock().search_path())]
+            },
+            statement_time: chrono::Utc::now().naive_utc(),
+            backend_pid: self.backend_pid,
+        }
     }
 
     async fn execute(&self, stmt: &Statement, params: &ParamContext) -> FResult<StatementResult> {
@@ -222,7 +293,8 @@ impl LocalSession {
     async fn execute_bound(&self, bound: BoundStatement) -> FResult<StatementResult> {
         match bound {
             BoundStatement::Query { plan, names } => {
-                let scan = MetaScan::prefetch(&self.meta, &plan).await?;
+                let scan =
+                    MetaScan::prefetch(&self.meta, || self.session_info(true), &plan).await?;
                 let rows = batch::execute(&plan, &scan)?;
                 Ok(rows_result(query_fields(&plan, names), rows))
             }
@@ -284,6 +356,13 @@ impl LocalSession {
             BoundStatement::ShowActors { name } => self.show_actors(name),
             BoundStatement::Explain { inner } => self.explain(*inner),
             BoundStatement::TransactionControl { tag } => Ok(command(tag)),
+            BoundStatement::Deallocate { all } => {
+                Ok(command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" }))
+            }
+            BoundStatement::ResetAll { tag } => {
+                *self.vars.lock() = Vars::default();
+                Ok(command(tag))
+            }
             BoundStatement::AlterSystemSet { name, value } => {
                 self.alter_system_set(&name, &value)?;
                 Ok(command("ALTER SYSTEM"))

@@ -23,11 +23,17 @@ impl Default for Vars {
             ("client_encoding", "UTF8"),
             ("datestyle", "ISO, MDY"),
             ("extra_float_digits", "1"),
+            ("idle_in_transaction_session_timeout", "0"),
+            ("integer_datetimes", "on"),
             ("intervalstyle", "postgres"),
+            ("is_superuser", "on"),
+            ("lock_timeout", "0"),
+            ("max_identifier_length", "63"),
             ("search_path", "public"),
             ("server_encoding", "UTF8"),
             ("server_version", "15.0"),
             ("standard_conforming_strings", "on"),
+            ("statement_timeout", "0"),
             ("timezone", "UTC"),
             ("transaction_isolation", "read committed"),
         ]
@@ -39,6 +45,16 @@ impl Default for Vars {
             streaming_parallelism: Parallelism::Adaptive,
             other,
         }
+    }
+}
+
+impl Vars {
+    /// The `search_path` setting as written.
+    pub(super) fn search_path(&self) -> String {
+        self.other
+            .get("search_path")
+            .cloned()
+            .unwrap_or_else(|| "public".into())
     }
 }
 
@@ -230,7 +246,7 @@ impl LocalSession {
             })
     }
 
-    fn all_vars(&self) -> Vec<(String, String)> {
+    pub(super) fn all_vars(&self) -> Vec<(String, String)> {
         let vars = self.vars.lock();
         let mut out: Vec<(String, String)> = vars.other.clone().into_iter().collect();
         out.push((

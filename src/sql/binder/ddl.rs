@@ -166,7 +166,10 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("temporary materialized views"));
         }
         let name = create_name(&cv.name)?;
-        let bq = self.bind_query(&cv.query)?;
+        self.streaming = true;
+        let bq = self.bind_query(&cv.query);
+        self.streaming = false;
+        let bq = bq?;
         let mut column_names = bq.names;
         if cv.columns.len() > column_names.len() {
             return Err(SqlError::syntax(

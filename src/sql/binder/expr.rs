@@ -214,6 +214,24 @@ impl Binder<'_> {
                     BinaryOperator::LtEq => Func::LtEq,
                     BinaryOperator::Gt => Func::Gt,
                     BinaryOperator::GtEq => Func::GtEq,
+                    BinaryOperator::PGRegexMatch => Func::RegexMatch,
+                    BinaryOperator::PGRegexNotMatch => Func::RegexNotMatch,
+                    BinaryOperator::PGRegexIMatch => Func::RegexIMatch,
+                    BinaryOperator::PGRegexNotIMatch => Func::RegexNotIMatch,
+                    // psql writes `OPERATOR(pg_catalog.~)`.
+                    BinaryOperator::PGCustomBinaryOperator(parts)
+                        if parts.len() <= 2 && (parts.len() == 1 || parts[0] == "pg_catalog") =>
+                    {
+                        match parts.last().map(String::as_str) {
+                            Some("~") => Func::RegexMatch,
+                            Some("!~") => Func::RegexNotMatch,
+                            Some("~*") => Func::RegexIMatch,
+                            Some("!~*") => Func::RegexNotIMatch,
+                            Some("=") => Func::Eq,
+                            Some("<>") => Func::NotEq,
+                            _ => return Err(SqlError::unsupported(format!("operator {op}"))),
+                        }
+                    }
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 };
                 let l = self.bind_expr(scope, left)?;
@@ -273,8 +291,16 @@ impl Binder<'_> {
                 negated,
                 ..
             } => {
-                let ast::InTarget::List(list) = target else {
-                    return Err(SqlError::unsupported("subqueries in expressions"));
+                let list = match target {
+                    ast::InTarget::List(list) => list,
+                    ast::InTarget::Subquery(q) if self.over_empty_catalog(q) => {
+                        // `x IN (empty)` is false, `x NOT IN (empty)` true.
+                        return typed(Expr::literal(
+                            Some(ScalarValue::Boolean(*negated)),
+                            DataType::Boolean,
+                        ));
+                    }
+                    _ => return Err(SqlError::unsupported("subqueries in expressions")),
                 };
                 let x = self.bind_expr(scope, expr)?;
                 let mut acc: Option<Expr> = None;
@@ -337,6 +363,17 @@ impl Binder<'_> {
                 if format.is_some() {
                     return Err(SqlError::unsupported("CAST ... FORMAT"));
                 }
+                if matches!(data_type, ast::DataType::Regclass) {
+                    let inner = self.bind_expr(scope, expr)?;
+                    return typed(self.bind_oid_cast(inner, "regclass")?);
+                }
+                if let ast::DataType::Custom(name, mods) = data_type {
+                    let n = crate::sql::parser::object_name_to_string(name).to_lowercase();
+                    if let (Some(target), true) = (super::pg_funcs::oid_type(&n), mods.is_empty()) {
+                        let inner = self.bind_expr(scope, expr)?;
+                        return typed(self.bind_oid_cast(inner, target)?);
+                    }
+                }
                 let ty = data_type_from_ast(data_type)?;
                 let inner = self.bind_expr(scope, expr)?;
                 typed(self.cast(inner, ty)?)
@@ -353,6 +390,9 @@ impl Binder<'_> {
                 else_result.as_deref(),
             )?),
             E::Function(f) => self.bind_function(scope, f),
+            // Strings compare byte-wise whatever the collation; psql writes
+            // `COLLATE pg_catalog.default`.
+            E::Collate { expr, .. } => self.bind_expr(scope, expr),
             E::Substring {
                 expr,
                 substring_from,
@@ -419,6 +459,13 @@ impl Binder<'_> {
                 let arg = self.bind_expr(scope, expr)?;
                 typed(self.bind_func(func, vec![arg])?)
             }
+            // Subqueries are folded only when they read a catalog that is
+            // always empty in ebbflow (psql's `\d` asks pg_attrdef,
+            // pg_inherits, pg_trigger, …): their result is then known.
+            E::Exists { subquery, negated } if self.over_empty_catalog(subquery) => typed(
+                Expr::literal(Some(ScalarValue::Boolean(*negated)), DataType::Boolean),
+            ),
+            E::Subquery(q) if self.over_empty_catalog(q) => Ok(BExpr::Unknown(Unknown::Null)),
             E::Exists { .. } | E::Subquery(_) => {
                 Err(SqlError::unsupported("subqueries in expressions"))
             }

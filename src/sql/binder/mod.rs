@@ -22,6 +22,7 @@ mod expr;
 mod from;
 mod func;
 mod misc;
+mod pg_funcs;
 mod query;
 mod scope;
 mod select;
@@ -118,6 +119,9 @@ pub(super) struct Binder<'a> {
     /// Visible `WITH` queries, innermost last.
     ctes: Vec<HashMap<String, BoundQuery>>,
     ctx: ExprCtx,
+    /// Binding the query of a materialized view: functions whose value
+    /// depends on when they run (`now()`) are refused.
+    streaming: bool,
 }
 
 impl<'a> Binder<'a> {
@@ -127,6 +131,7 @@ impl<'a> Binder<'a> {
             params,
             param_types: Vec::new(),
             ctes: Vec::new(),
+            streaming: false,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },
@@ -187,6 +192,38 @@ impl<'a> Binder<'a> {
                 tag: if *begin { "BEGIN" } else { "START TRANSACTION" },
             }),
             S::Commit { .. } => Ok(BoundStatement::TransactionControl { tag: "COMMIT" }),
+            S::Deallocate { name, .. } => Ok(BoundStatement::Deallocate {
+                all: name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all"),
+            }),
+            S::Discard { object_type } => match object_type {
+                sqlparser::ast::DiscardObject::ALL => {
+                    Ok(BoundStatement::ResetAll { tag: "DISCARD ALL" })
+                }
+                // No plans, sequences or temporary tables are kept.
+                sqlparser::ast::DiscardObject::PLANS => Ok(BoundStatement::TransactionControl {
+                    tag: "DISCARD PLANS",
+                }),
+                sqlparser::ast::DiscardObject::SEQUENCES => {
+                    Ok(BoundStatement::TransactionControl {
+                        tag: "DISCARD SEQUENCES",
+                    })
+                }
+                sqlparser::ast::DiscardObject::TEMP => Ok(BoundStatement::TransactionControl {
+                    tag: "DISCARD TEMP",
+                }),
+            },
+            S::Reset(r) => match &r.reset {
+                sqlparser::ast::Reset::ALL => Ok(BoundStatement::ResetAll { tag: "RESET" }),
+                sqlparser::ast::Reset::ConfigurationParameter(name) => {
+                    Ok(BoundStatement::SetVariable {
+                        name: crate::sql::parser::object_name_to_string(name),
+                        value: None,
+                    })
+                }
+                sqlparser::ast::Reset::SessionAuthorization => {
+                    Ok(BoundStatement::TransactionControl { tag: "RESET" })
+                }
+            },
             S::Rollback { savepoint, .. } => {
                 if savepoint.is_some() {
                     return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT"));

@@ -33,6 +33,25 @@ impl Binder<'_> {
     }
 
     fn bind_query_inner(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
+        // A query over a catalog that is always empty (psql's `\d` reads
+        // pg_policy, pg_publication, …) has no rows: its columns are
+        // named but not typed, like unknown literals.
+        if q.with.is_none() {
+            if let Some(names) = self.empty_catalog_query(&q.body) {
+                let fields = names
+                    .iter()
+                    .map(|n| crate::common::Field::new(n.clone(), crate::common::DataType::Varchar))
+                    .collect();
+                return Ok(BoundQuery {
+                    plan: LogicalPlan::Values {
+                        rows: vec![],
+                        fields,
+                    },
+                    unknown: vec![true; names.len()],
+                    names,
+                });
+            }
+        }
         if let Some(with) = &q.with {
             if with.recursive {
                 return Err(SqlError::unsupported("WITH RECURSIVE"));

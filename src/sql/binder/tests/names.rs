@@ -158,3 +158,26 @@ fn params_declared_and_default() {
     let e = bind_with("SELECT $3", &params).unwrap_err();
     assert_eq!(e.code, "42P02");
 }
+
+#[test]
+fn client_functions_and_oid_casts() {
+    // now() is the statement's time in a query, refused in an MV.
+    query("SELECT now(), current_timestamp, localtimestamp, current_user");
+    let e = err(
+        "CREATE MATERIALIZED VIEW v AS SELECT a, now() FROM t",
+        "0A000",
+    );
+    assert!(e.message.contains("now()"), "{}", e.message);
+    // A name cast to regclass is resolved while binding.
+    let e = err("SELECT 'nope'::regclass", "42P01");
+    assert_eq!(e.message, "relation \"nope\" does not exist");
+    err("SELECT 'nosuchtype'::regtype", "42704");
+    query("SELECT 't'::regclass, 23::regtype, '5'::oid, format_type(23, -1)");
+    err("SELECT version(1)", "42883");
+    // Subqueries over always-empty catalogs fold; others are refused.
+    query("SELECT exists(SELECT 1 FROM pg_catalog.pg_trigger)");
+    err(
+        "SELECT (SELECT count(*) FROM pg_catalog.pg_inherits)",
+        "0A000",
+    );
+}
