@@ -9,12 +9,11 @@
 //! relation's OID is its id (below 1000, like PostgreSQL's own catalogs),
 //! and types carry their real PostgreSQL OIDs.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, SessionInfo, TableId};
 use super::service::MetaState;
-use super::system::SYSTEM_RELATIONS;
+use super::system::{system_desc, SYSTEM_RELATIONS};
 use crate::common::{DataType, Datum, Row, ScalarValue};
 
 type Col = (&'static str, DataType);
@@ -613,18 +612,7 @@ pub fn pg_relation(schema: &str, name: &str) -> Option<Arc<RelationDesc>> {
     PG_RELATIONS
         .iter()
         .find(|(_, s, n, _)| *s == schema && *n == name)
-        .map(|(id, _, n, cols)| {
-            Arc::new(RelationDesc {
-                id: *id,
-                name: n.to_string(),
-                kind: RelationKind::System,
-                columns: cols.iter().map(|(c, t)| ColumnDesc::new(*c, *t)).collect(),
-                pk: vec![],
-                user_pk: false,
-                definition: None,
-                with_options: BTreeMap::new(),
-            })
-        })
+        .map(|(id, _, n, cols)| system_desc(*id, n, cols))
 }
 
 /// Whether system relation `id` is computed here rather than in `system`.

@@ -162,18 +162,21 @@ pub fn system_relation(name: &str) -> Option<Arc<RelationDesc>> {
     SYSTEM_RELATIONS
         .iter()
         .find(|(_, n, _)| *n == name)
-        .map(|(id, n, cols)| {
-            Arc::new(RelationDesc {
-                id: *id,
-                name: n.to_string(),
-                kind: RelationKind::System,
-                columns: cols.iter().map(|(c, t)| ColumnDesc::new(*c, *t)).collect(),
-                pk: vec![],
-                user_pk: false,
-                definition: None,
-                with_options: BTreeMap::new(),
-            })
-        })
+        .map(|(id, n, cols)| system_desc(*id, n, cols))
+}
+
+/// The descriptor of a system relation computed on each read.
+pub(crate) fn system_desc(id: u32, name: &str, cols: &[Col]) -> Arc<RelationDesc> {
+    Arc::new(RelationDesc {
+        id,
+        name: name.to_string(),
+        kind: RelationKind::System,
+        columns: cols.iter().map(|(c, t)| ColumnDesc::new(*c, *t)).collect(),
+        pk: vec![],
+        user_pk: false,
+        definition: None,
+        with_options: BTreeMap::new(),
+    })
 }
 
 fn int(v: impl TryInto<i32>) -> Datum {
