@@ -14,9 +14,9 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::storage::{EpochCommitter, StateStore};
+use crate::storage::{EpochCommitter, SstInfo, StateStore};
 use crate::stream::actor::ComputeEvent;
-use crate::stream::compute_node::{ComputeNode, WorkerId};
+use crate::stream::compute_node::{ComputeClient, WorkerId};
 use crate::stream::message::{ActorId, Barrier, Epoch, Mutation};
 
 /// Whether the cluster is failed — from a failure until the first barrier
@@ -117,7 +117,7 @@ pub struct BarrierManager {
     /// The compute nodes' store: synced for each epoch before it commits.
     store: Arc<dyn StateStore>,
     committer: Arc<dyn EpochCommitter>,
-    nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
+    nodes: Arc<RwLock<HashMap<WorkerId, Arc<dyn ComputeClient>>>>,
     events: mpsc::UnboundedReceiver<ComputeEvent>,
     commands: mpsc::UnboundedReceiver<BarrierCommand>,
     committed: watch::Sender<u64>,
@@ -146,7 +146,7 @@ impl BarrierManager {
     pub fn new(
         store: Arc<dyn StateStore>,
         committer: Arc<dyn EpochCommitter>,
-        nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
+        nodes: Arc<RwLock<HashMap<WorkerId, Arc<dyn ComputeClient>>>>,
         events: mpsc::UnboundedReceiver<ComputeEvent>,
         commands: mpsc::UnboundedReceiver<BarrierCommand>,
         committed: watch::Sender<u64>,
@@ -305,7 +305,7 @@ impl BarrierManager {
         for (a, w) in &self.sources {
             by_worker.entry(*w).or_default().push(*a);
         }
-        let nodes: Vec<(Arc<ComputeNode>, Vec<ActorId>)> = {
+        let nodes: Vec<(Arc<dyn ComputeClient>, Vec<ActorId>)> = {
             let n = self.nodes.read();
             by_worker
                 .into_iter()
@@ -362,7 +362,7 @@ impl BarrierManager {
         // retry transient faults of the object and meta stores themselves,
         // so an error here is final for this epoch.
         let collected = started.elapsed();
-        let files = match self.store.sync(prev).await {
+        let files = match self.sync_all(prev).await {
             Ok(files) => files,
             Err(e) => {
                 let e = format!("sync of epoch {prev} failed: {e}");
@@ -396,6 +396,21 @@ impl BarrierManager {
                 Err(e)
             }
         }
+    }
+
+    /// Sync epoch `prev` everywhere it was written: meta's store (which
+    /// the playground's nodes share) and each node with a store of its own.
+    async fn sync_all(&self, prev: u64) -> crate::storage::StorageResult<Vec<SstInfo>> {
+        let nodes: Vec<Arc<dyn ComputeClient>> = self.nodes.read().values().cloned().collect();
+        let (shared, own) = tokio::join!(
+            self.store.sync(prev),
+            futures::future::join_all(nodes.iter().map(|n| n.sync(prev)))
+        );
+        let mut files = shared?;
+        for r in own.into_iter().flatten() {
+            files.extend(r?);
+        }
+        Ok(files)
     }
 
     fn fail(&mut self, reason: &str) {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::stream::compute_node::{ComputeNode, WorkerId};
+use crate::stream::compute_node::{ComputeClient, WorkerId};
 
 pub type UnitId = u32;
 
@@ -31,7 +31,7 @@ pub struct Worker {
     pub host: String,
     pub state: WorkerState,
     pub units: Vec<UnitId>,
-    pub node: Arc<ComputeNode>,
+    pub node: Arc<dyn ComputeClient>,
 }
 
 /// What the catalog keeps of a worker.
@@ -158,7 +158,7 @@ impl<'a> Placement<'a> {
 mod tests {
     use super::*;
     use crate::storage::MemoryStateStore;
-    use crate::stream::compute_node::NodeServices;
+    use crate::stream::compute_node::{ComputeNode, NodeServices};
     use crate::stream::exchange::ExchangeRegistry;
 
     /// `units[i]` units on node i + 1, unit ids in node order.

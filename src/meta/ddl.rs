@@ -164,28 +164,25 @@ impl Meta {
         };
         let _ = &new_edges;
         // 2. build idle actors
-        {
-            let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
-            for (w, d) in descs {
-                per_worker.entry(w).or_default().push(d);
-            }
-            let st = self.state.lock();
-            for (w, ds) in per_worker {
-                if let Some(node) = st.node(w) {
-                    node.build_actors(&ds);
-                }
-            }
+        let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
+        for (w, d) in descs {
+            per_worker.entry(w).or_default().push(d);
         }
+        let built = self.build_actors_on(per_worker).await;
         // 3. wire them in with one barrier, then make the backfill visible
         let added: HashSet<ActorId> = add_actors.iter().copied().collect();
         let mutation = Mutation::Add {
             dispatchers: mutation_dispatchers,
             added_actors: added,
         };
-        if let Err(e) = self
-            .barrier(Some(mutation), add_actors, add_sources, vec![])
-            .await
-        {
+        let wired = match built {
+            Ok(()) => {
+                self.barrier(Some(mutation), add_actors, add_sources, vec![])
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = wired {
             // Forget the job: the recovery that follows the failed barrier
             // rebuilds the cluster without it.
             let mut st = self.state.lock();

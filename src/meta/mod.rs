@@ -9,6 +9,7 @@
 pub mod barrier;
 pub mod catalog;
 pub mod cluster;
+mod control;
 mod ddl;
 mod dml;
 pub mod fragment;

@@ -535,18 +535,11 @@ impl Meta {
             )
         };
         // 2. build the new actors idle
-        {
-            let st = self.state.lock();
-            let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
-            for (w, d) in descs {
-                per_worker.entry(w).or_default().push(d);
-            }
-            for (w, ds) in per_worker {
-                if let Some(n) = st.node(w) {
-                    n.build_actors(&ds);
-                }
-            }
+        let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
+        for (w, d) in descs {
+            per_worker.entry(w).or_default().push(d);
         }
+        let built = self.build_actors_on(per_worker).await;
         // 3. one barrier. DML to the tables involved waits until it is
         // injected (new table actors hold what arrives after it until the
         // previous epoch is committed); the affected actors resume once
@@ -565,12 +558,15 @@ impl Meta {
             injected: Some(injected_tx),
         });
         tokio::pin!(barrier);
-        let result = tokio::select! {
-            r = &mut barrier => r,
-            _ = injected_rx => {
-                drop(routes);
-                barrier.await
-            }
+        let result = match built {
+            Ok(()) => tokio::select! {
+                r = &mut barrier => r,
+                _ = injected_rx => {
+                    drop(routes);
+                    barrier.await
+                }
+            },
+            Err(e) => Err(e),
         };
         summary.pause_ms = pause.elapsed().as_secs_f64() * 1000.0;
         let ok = result.is_ok();

@@ -17,7 +17,7 @@ use super::{MetaError, MetaResult};
 use crate::common::{DataType, Row};
 use crate::storage::{EpochCommitter, MemoryStateStore, StateStore};
 use crate::stream::build::{NodeDesc, StateTableDesc};
-use crate::stream::compute_node::{ComputeNode, NodeServices, WorkerId};
+use crate::stream::compute_node::{ComputeClient, ComputeNode, NodeServices, WorkerId};
 use crate::stream::exchange::ExchangeRegistry;
 use crate::stream::message::{ActorId, FragmentId, Mutation};
 
@@ -166,7 +166,7 @@ impl MetaState {
             .sum()
     }
 
-    pub(crate) fn node(&self, worker: WorkerId) -> Option<Arc<ComputeNode>> {
+    pub(crate) fn node(&self, worker: WorkerId) -> Option<Arc<dyn ComputeClient>> {
         self.workers.get(&worker).map(|w| w.node.clone())
     }
 }
@@ -288,7 +288,7 @@ pub struct Meta {
     /// Commits epochs, the catalog with them, and table drops.
     pub committer: Arc<dyn EpochCommitter>,
     pub(super) registry: Arc<ExchangeRegistry>,
-    pub(super) nodes: Arc<RwLock<HashMap<WorkerId, Arc<ComputeNode>>>>,
+    pub(super) nodes: Arc<RwLock<HashMap<WorkerId, Arc<dyn ComputeClient>>>>,
     pub(super) barrier_tx: mpsc::UnboundedSender<BarrierCommand>,
     pub(super) committed: watch::Receiver<u64>,
     /// One DDL (or scale) at a time.
@@ -408,7 +408,7 @@ impl Meta {
                 .collect(),
         };
         for w in workers {
-            let node = Arc::new(ComputeNode::new(w.id, &services));
+            let node: Arc<dyn ComputeClient> = Arc::new(ComputeNode::new(w.id, &services));
             if w.state == WorkerState::Down {
                 node.kill();
             } else {
@@ -506,10 +506,7 @@ impl Meta {
         let mut routes = self.routes.write().await;
         routes.clear();
         self.state.lock().mark_dead_workers();
-        let nodes: Vec<Arc<ComputeNode>> = self.nodes.read().values().cloned().collect();
-        for n in nodes {
-            n.abort_all_and_wait().await;
-        }
+        self.reset_nodes().await;
         self.registry.clear();
         self.store.abort_uncommitted();
         self.committer.resync().await?;
@@ -551,14 +548,7 @@ impl Meta {
             }
             (per_worker, actors, sources)
         };
-        {
-            let nodes = self.nodes.read();
-            for (w, descs) in per_worker {
-                if let Some(n) = nodes.get(&w) {
-                    n.build_actors(&descs);
-                }
-            }
-        }
+        self.build_actors_on(per_worker).await?;
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {

@@ -20,7 +20,7 @@ use super::reschedule::{FragmentChange, ScaleKind, ScaleSummary};
 use super::service::{Meta, MetaState, Parallelism};
 use super::{MetaError, MetaResult};
 use crate::stream::actor::ComputeEvent;
-use crate::stream::compute_node::{ComputeNode, WorkerId, HEARTBEAT_INTERVAL};
+use crate::stream::compute_node::{ComputeClient, ComputeNode, WorkerId, HEARTBEAT_INTERVAL};
 use crate::stream::message::FragmentId;
 
 /// A node whose heartbeat is older than this is down (its heartbeat task
@@ -162,7 +162,7 @@ impl MetaState {
 }
 
 impl Meta {
-    fn start_node(&self, id: WorkerId) -> Arc<ComputeNode> {
+    fn start_node(&self, id: WorkerId) -> Arc<dyn ComputeClient> {
         let node = Arc::new(ComputeNode::new(id, &self.services));
         self.nodes.write().insert(id, node.clone());
         node

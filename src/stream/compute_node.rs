@@ -1,11 +1,18 @@
 //! A compute node: hosts actors on its parallel units, injects barriers
 //! into its source actors and reports their collection to meta.
+//!
+//! Meta drives compute nodes through [`ComputeClient`], the Rust face of
+//! the meta ↔ compute contract (`proto/ebbflow/cluster.proto`): the
+//! playground's nodes implement it in process ([`ComputeNode`]), a
+//! compute process is reached through its gRPC client
+//! (`crate::rpc::compute::RemoteCompute`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
@@ -14,7 +21,7 @@ use super::actor::ComputeEvent;
 use super::build::{build_actor, ActorDesc, BuildContext, SourceDesc};
 use super::exchange::{ExchangeRegistry, CHANNEL_CAPACITY};
 use super::message::{ActorId, Barrier, Message};
-use crate::storage::StateStore;
+use crate::storage::{SstInfo, StateStore, StorageResult};
 
 pub type WorkerId = u32;
 
@@ -29,6 +36,66 @@ pub struct NodeServices {
     pub events: mpsc::UnboundedSender<ComputeEvent>,
     pub committed: watch::Receiver<u64>,
     pub fault: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// What meta asks of a compute node. Every call is one message of the
+/// contract; a node that is gone answers with an error or not at all, and
+/// meta learns it is down from its heartbeat.
+#[async_trait]
+pub trait ComputeClient: Send + Sync + 'static {
+    /// Whether the node is up: it beat within `timeout` and was not killed.
+    fn is_alive(&self, timeout: Duration) -> bool;
+    /// Stop using the node: its actors are aborted (in process) or it is
+    /// disconnected and fenced (a process). Nothing more is sent to it.
+    fn kill(&self);
+    /// Test fault: every task of the node panics.
+    fn inject_panic(&self);
+    /// Where every actor of the cluster runs (for the remote exchange);
+    /// sent before the barrier that wires new actors in.
+    async fn update_locations(&self, _locations: Arc<ActorLocations>) -> Result<(), String> {
+        Ok(())
+    }
+    /// Build and start actors; each waits for its first barrier.
+    async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String>;
+    /// The channel of a source actor (DML and barriers), kept in order.
+    fn local_sender(&self, actor: ActorId) -> Option<mpsc::Sender<Message>>;
+    /// Inject `barrier` into the given source actors of this node.
+    async fn inject_barrier(&self, barrier: &Barrier, actors: &[ActorId]) {
+        let senders: Vec<_> = actors
+            .iter()
+            .filter_map(|a| self.local_sender(*a))
+            .collect();
+        for tx in senders {
+            // A closed channel means the actor failed; meta learns that
+            // from its failure event.
+            let _ = tx.send(Message::Barrier(barrier.clone())).await;
+        }
+    }
+    /// Forget actors that stopped themselves (dropped by a barrier).
+    fn forget_actors(&self, ids: &[ActorId]);
+    /// Stop every actor at once (shutdown).
+    fn abort_all(&self);
+    /// Stop every actor and wait until all have ended, so no event of the
+    /// old actors arrives after this returns; a node with a store of its
+    /// own drops its uncommitted writes (recovery).
+    async fn reset(&self) -> Result<(), String>;
+    /// Make the node's writes of epochs `<= epoch` durable and return its
+    /// files; `None` for a node that shares meta's store (the playground),
+    /// which meta syncs itself.
+    async fn sync(&self, _epoch: u64) -> Option<StorageResult<Vec<SstInfo>>> {
+        None
+    }
+    /// Actors the node runs.
+    fn actor_count(&self) -> usize;
+}
+
+/// Where actors run: the worker of each actor and the RPC address of each
+/// worker. A compute process uses it to reach the downstream actors of its
+/// dispatchers on other processes.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ActorLocations {
+    pub actors: HashMap<ActorId, WorkerId>,
+    pub addresses: HashMap<WorkerId, String>,
 }
 
 struct ActorHandle {
@@ -81,10 +148,13 @@ impl ComputeNode {
             killed: AtomicBool::new(false),
         }
     }
+}
 
+#[async_trait]
+impl ComputeClient for ComputeNode {
     /// Whether the node is up: not killed, its heartbeat task still runs
     /// and beat within `timeout`.
-    pub fn is_alive(&self, timeout: Duration) -> bool {
+    fn is_alive(&self, timeout: Duration) -> bool {
         !self.killed.load(Ordering::SeqCst)
             && self
                 .heartbeat
@@ -99,7 +169,7 @@ impl ComputeNode {
     /// The actors' handles stay: the recovery waits for every aborted actor
     /// to end (an actor caught mid-poll could otherwise still write state
     /// after the recovery discarded the uncommitted epochs).
-    pub fn kill(&self) {
+    fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
         if let Some(h) = self.heartbeat.lock().take() {
             h.abort();
@@ -111,19 +181,19 @@ impl ComputeNode {
 
     /// Test fault: every task of the node panics — the heartbeat at once,
     /// each actor at the next message it handles.
-    pub fn inject_panic(&self) {
+    fn inject_panic(&self) {
         self.panic.store(true, Ordering::SeqCst);
         self.wake.notify_one();
     }
 
     /// Build and start actors; each waits for its first barrier. A node
     /// that is down builds nothing.
-    pub fn build_actors(&self, descs: &[ActorDesc]) {
+    async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String> {
         if self.killed.load(Ordering::SeqCst) {
-            return;
+            return Ok(());
         }
         let mut actors = self.actors.lock();
-        for desc in descs {
+        for desc in &descs {
             let (local_tx, local_rx) = match desc.source {
                 SourceDesc::None => (None, None),
                 _ => {
@@ -135,34 +205,19 @@ impl ComputeNode {
             let join = tokio::spawn(actor.run());
             actors.insert(desc.actor_id, ActorHandle { join, local_tx });
         }
+        Ok(())
     }
 
     /// The local channel of a source actor (for DML and barriers).
-    pub fn local_sender(&self, actor: ActorId) -> Option<mpsc::Sender<Message>> {
+    fn local_sender(&self, actor: ActorId) -> Option<mpsc::Sender<Message>> {
         self.actors
             .lock()
             .get(&actor)
             .and_then(|a| a.local_tx.clone())
     }
 
-    /// Inject `barrier` into the given source actors of this node.
-    pub async fn inject_barrier(&self, barrier: &Barrier, actors: &[ActorId]) {
-        let senders: Vec<_> = {
-            let map = self.actors.lock();
-            actors
-                .iter()
-                .filter_map(|a| map.get(a).and_then(|h| h.local_tx.clone()))
-                .collect()
-        };
-        for tx in senders {
-            // A closed channel means the actor failed; meta learns that
-            // from its failure event.
-            let _ = tx.send(Message::Barrier(barrier.clone())).await;
-        }
-    }
-
     /// Forget actors that stopped themselves (dropped by a barrier).
-    pub fn forget_actors(&self, ids: &[ActorId]) {
+    fn forget_actors(&self, ids: &[ActorId]) {
         let mut actors = self.actors.lock();
         for id in ids {
             actors.remove(id);
@@ -170,7 +225,7 @@ impl ComputeNode {
     }
 
     /// Stop every actor at once (shutdown).
-    pub fn abort_all(&self) {
+    fn abort_all(&self) {
         for (_, h) in self.actors.lock().drain() {
             h.join.abort();
         }
@@ -178,7 +233,7 @@ impl ComputeNode {
 
     /// Stop every actor and wait until all have ended, so no event of the
     /// old actors can arrive after this returns (recovery).
-    pub async fn abort_all_and_wait(&self) {
+    async fn reset(&self) -> Result<(), String> {
         let handles: Vec<JoinHandle<()>> = self
             .actors
             .lock()
@@ -191,9 +246,10 @@ impl ComputeNode {
         for h in handles {
             let _ = h.await;
         }
+        Ok(())
     }
 
-    pub fn actor_count(&self) -> usize {
+    fn actor_count(&self) -> usize {
         self.actors.lock().len()
     }
 }

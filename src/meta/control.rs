@@ -1,0 +1,85 @@
+//! Meta's side of the control plane: what it sends compute nodes to build,
+//! locate and reset actors, through [`ComputeClient`] (in process or over
+//! gRPC alike).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::service::Meta;
+use super::{MetaError, MetaResult};
+use crate::stream::build::ActorDesc;
+use crate::stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
+
+impl Meta {
+    /// Where every placed actor runs, and each worker's address.
+    pub(super) fn actor_locations(&self) -> ActorLocations {
+        let st = self.state.lock();
+        let mut loc = ActorLocations::default();
+        for f in st.fragments.values() {
+            for a in &f.actors {
+                loc.actors.insert(a.actor_id, a.worker);
+            }
+        }
+        for w in st.workers.values() {
+            loc.addresses.insert(w.id, w.host.clone());
+        }
+        loc
+    }
+
+    /// The clients of the nodes meta talks to.
+    fn node_clients(&self) -> Vec<(WorkerId, Arc<dyn ComputeClient>)> {
+        self.nodes
+            .read()
+            .iter()
+            .map(|(id, n)| (*id, n.clone()))
+            .collect()
+    }
+
+    /// Tell every node where actors run (after a layout change, before
+    /// the barrier that wires new actors in), then build `per_worker`'s
+    /// actors idle on their nodes.
+    pub(super) async fn build_actors_on(
+        &self,
+        per_worker: HashMap<WorkerId, Vec<ActorDesc>>,
+    ) -> MetaResult<()> {
+        let locations = Arc::new(self.actor_locations());
+        let nodes = self.node_clients();
+        let updates = nodes
+            .iter()
+            .map(|(_, n)| n.update_locations(locations.clone()));
+        for r in futures::future::join_all(updates).await {
+            r.map_err(|e| MetaError::new("58000", format!("cannot reach a compute node: {e}")))?;
+        }
+        let builds = per_worker.into_iter().map(|(w, descs)| {
+            let node = nodes
+                .iter()
+                .find(|(id, _)| *id == w)
+                .map(|(_, n)| n.clone());
+            async move {
+                match node {
+                    Some(n) => n
+                        .build_actors(descs)
+                        .await
+                        .map_err(|e| format!("compute node {w}: {e}")),
+                    None => Err(format!("compute node {w} is not connected")),
+                }
+            }
+        });
+        for r in futures::future::join_all(builds).await {
+            r.map_err(|e| MetaError::new("58000", format!("cannot build actors: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Stop every actor on every node and wait for them to end; nodes with
+    /// stores of their own drop their uncommitted writes. A node that does
+    /// not answer is left to the failure detector.
+    pub(super) async fn reset_nodes(&self) {
+        let resets = self.node_clients().into_iter().map(|(id, n)| async move {
+            if let Err(e) = n.reset().await {
+                tracing::warn!(worker = id, error = %e, "compute node did not reset");
+            }
+        });
+        futures::future::join_all(resets).await;
+    }
+}
