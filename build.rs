@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let fds = protox::compile(protos, ["proto"])?;
     tonic_prost_build::configure()
+        .bytes(".")
         .build_client(true)
         .build_server(true)
         .compile_fds(fds)?;

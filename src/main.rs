@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use ebbflow::frontend::server::{start, ServerConfig};
+use ebbflow::frontend::server::{start, ClusterRpc, ServerConfig};
+use ebbflow::rpc::compute::{start_compute, ComputeConfig};
+use ebbflow::rpc::ClusterSecret;
 
 /// Streaming moves many small rows, keys and chunks between threads (an
 /// actor allocates a chunk, the next one frees it); glibc's malloc spent
@@ -27,6 +29,69 @@ struct Cli {
 enum Command {
     /// Frontend, meta and compute nodes in one process (the default).
     Playground(PlaygroundArgs),
+    /// A cluster's meta with the pgwire frontend; compute processes
+    /// register on its RPC address.
+    Meta(MetaArgs),
+    /// A cluster's compute process: hosts actors for meta.
+    Compute(ComputeArgs),
+}
+
+#[derive(clap::Args, Clone)]
+struct MetaArgs {
+    /// Address of the PostgreSQL wire protocol listener.
+    #[arg(long, default_value = "127.0.0.1:4566")]
+    listen: SocketAddr,
+    /// Address of meta's RPC listener, where compute processes register.
+    #[arg(long, default_value = "127.0.0.1:5690")]
+    rpc_listen: SocketAddr,
+    /// Meta store: `sqlite://path` or `postgres://user@host:port/db`.
+    /// Default: `<data-dir>/meta.db`.
+    #[arg(long)]
+    meta_store: Option<String>,
+    /// Object store for state files, shared with every compute process:
+    /// `file:///dir` or `s3://bucket/prefix`. Default: `<data-dir>/state`.
+    #[arg(long)]
+    state_store: Option<String>,
+    /// A file holding the secret every process of the cluster shares (at
+    /// least 16 printable characters).
+    #[arg(long)]
+    cluster_secret_file: PathBuf,
+    /// Where the embedded defaults live.
+    #[arg(long, default_value = "./ebbflow-data")]
+    data_dir: PathBuf,
+    /// Interval between checkpoint barriers.
+    #[arg(long, default_value_t = 250)]
+    barrier_interval_ms: u64,
+    /// How long a state file no version references is kept before the
+    /// garbage collector deletes it.
+    #[arg(long, default_value_t = 60_000)]
+    gc_grace_ms: u64,
+    /// How often the garbage collector runs.
+    #[arg(long, default_value_t = 30_000)]
+    gc_interval_ms: u64,
+}
+
+#[derive(clap::Args, Clone)]
+struct ComputeArgs {
+    /// Meta's RPC address (`host:port`).
+    #[arg(long)]
+    meta: String,
+    /// Address of this process's RPC listener (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:5688")]
+    rpc_listen: SocketAddr,
+    /// The address other processes dial to reach this one, when it is not
+    /// the listen address (a wildcard listen address, NAT).
+    #[arg(long)]
+    advertise_address: Option<String>,
+    /// Parallel units (actor slots per fragment) of this process.
+    #[arg(long, default_value_t = 2)]
+    parallel_units: u32,
+    /// Object store for state files: the same as meta's.
+    #[arg(long)]
+    state_store: String,
+    /// A file holding the secret every process of the cluster shares.
+    #[arg(long)]
+    cluster_secret_file: PathBuf,
 }
 
 #[derive(clap::Args, Clone)]
@@ -106,17 +171,18 @@ fn main_inner() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let args = match cli.command {
-        Some(Command::Playground(a)) => a,
-        None => PlaygroundArgs::default(),
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(args))
+    match cli.command {
+        Some(Command::Playground(a)) => runtime.block_on(run_playground(a)),
+        None => runtime.block_on(run_playground(PlaygroundArgs::default())),
+        Some(Command::Meta(a)) => runtime.block_on(run_meta(a)),
+        Some(Command::Compute(a)) => runtime.block_on(run_compute(a)),
+    }
 }
 
-async fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
+async fn run_playground(args: PlaygroundArgs) -> anyhow::Result<()> {
     let handle = start(ServerConfig {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -127,8 +193,55 @@ async fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         compute_nodes: args.compute_nodes,
         parallel_units: args.parallel_units,
         barrier_interval_ms: args.barrier_interval_ms,
+        cluster: None,
     })
     .await?;
+    serve_until_signal(handle).await
+}
+
+async fn run_meta(args: MetaArgs) -> anyhow::Result<()> {
+    let secret = ClusterSecret::from_file(&args.cluster_secret_file).map_err(anyhow::Error::msg)?;
+    let handle = start(ServerConfig {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        state_store: args.state_store,
+        meta_store: args.meta_store,
+        gc_grace: std::time::Duration::from_millis(args.gc_grace_ms),
+        gc_interval: std::time::Duration::from_millis(args.gc_interval_ms.max(10)),
+        compute_nodes: 0,
+        parallel_units: 1,
+        barrier_interval_ms: args.barrier_interval_ms,
+        cluster: Some(ClusterRpc {
+            rpc_listen: args.rpc_listen,
+            secret,
+        }),
+    })
+    .await?;
+    if let Some(rpc) = handle.rpc_addr {
+        println!("ebbflow meta: compute processes register at {rpc}");
+    }
+    serve_until_signal(handle).await
+}
+
+async fn run_compute(args: ComputeArgs) -> anyhow::Result<()> {
+    let secret = ClusterSecret::from_file(&args.cluster_secret_file).map_err(anyhow::Error::msg)?;
+    let handle = start_compute(ComputeConfig {
+        meta: args.meta,
+        rpc_listen: args.rpc_listen,
+        advertise: args.advertise_address,
+        parallel_units: args.parallel_units.max(1),
+        state_store: args.state_store,
+        secret,
+    })
+    .await?;
+    println!("ebbflow compute process listening on {}", handle.address);
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    handle.shutdown();
+    Ok(())
+}
+
+async fn serve_until_signal(handle: ebbflow::frontend::server::ServerHandle) -> anyhow::Result<()> {
     println!(
         "ebbflow is listening on {} — connect with: psql -h {} -p {} -d dev -U root",
         handle.addr,

@@ -14,6 +14,8 @@ use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOpti
 use crate::meta::store::MetaStore;
 use crate::meta::versions::{VersionManager, VersionOptions};
 use crate::meta::{Meta, MetaConfig};
+use crate::rpc::exchange::ExchangeSender;
+use crate::rpc::remote::MetaLink;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -32,14 +34,27 @@ pub struct ServerConfig {
     pub compute_nodes: u32,
     pub parallel_units: u32,
     pub barrier_interval_ms: u64,
+    /// A cluster's meta: compute nodes are processes that register on this
+    /// RPC listener (none in process).
+    pub cluster: Option<ClusterRpc>,
+}
+
+/// Meta's RPC listener in a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterRpc {
+    pub rpc_listen: SocketAddr,
+    pub secret: crate::rpc::ClusterSecret,
 }
 
 /// A running server.
 pub struct ServerHandle {
     pub addr: SocketAddr,
+    /// Meta's RPC address (a cluster's meta).
+    pub rpc_addr: Option<SocketAddr>,
     pub meta: Arc<Meta>,
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    rpc_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ServerHandle {
@@ -47,6 +62,9 @@ impl ServerHandle {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
+        if let Some(t) = self.rpc_task {
+            t.abort();
+        }
         self.meta.shutdown();
     }
 }
@@ -59,19 +77,53 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
         ..Default::default()
     };
     let (store, versions) = open_state(&config, options).await?;
+    let remote = config.cluster.is_some();
     let meta = Meta::start_with_store(
         MetaConfig {
-            compute_nodes: config.compute_nodes.max(1),
+            compute_nodes: if remote {
+                0
+            } else {
+                config.compute_nodes.max(1)
+            },
+            remote_workers: remote,
             parallel_units: config.parallel_units.max(1),
             barrier_interval: Duration::from_millis(config.barrier_interval_ms.max(1)),
         },
         store,
-        versions,
+        versions.clone(),
     );
+    let (rpc_addr, rpc_task) = match &config.cluster {
+        Some(c) => {
+            let incoming = tonic::transport::server::TcpIncoming::bind(c.rpc_listen)
+                .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", c.rpc_listen))?;
+            let addr = incoming
+                .local_addr()
+                .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", c.rpc_listen))?;
+            let exchange = ExchangeSender::new(c.secret.clone());
+            exchange.reset(meta.generation.load(std::sync::atomic::Ordering::SeqCst));
+            let link = MetaLink {
+                secret: c.secret.clone(),
+                exchange,
+                events: meta.events_sender(),
+                versions: versions.subscribe(),
+                generation: meta.generation.clone(),
+            };
+            let task = crate::rpc::meta_service::serve_meta(meta.clone(), link, incoming);
+            tracing::info!(%addr, "meta RPC listening");
+            (Some(addr), Some(task))
+        }
+        None => (None, None),
+    };
     let started = std::time::Instant::now();
-    meta.resume()
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot resume the streaming jobs: {e}"))?;
+    if remote {
+        // The compute processes register in their own time: the jobs are
+        // rebuilt by a recovery once they have (or were declared down).
+        meta.recover_in_background("meta started");
+    } else {
+        meta.resume()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot resume the streaming jobs: {e}"))?;
+    }
     tracing::info!(
         epoch = meta.committed_epoch(),
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -92,6 +144,8 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
     });
     Ok(ServerHandle {
         addr,
+        rpc_addr,
+        rpc_task,
         meta,
         shutdown: tx,
         task,

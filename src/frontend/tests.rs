@@ -16,6 +16,7 @@ use crate::planner::logical::{JoinKind, LogicalPlan, OrderKey};
 fn meta() -> Arc<Meta> {
     Meta::start(MetaConfig {
         compute_nodes: 2,
+        remote_workers: false,
         parallel_units: 2,
         barrier_interval: Duration::from_millis(5),
     })

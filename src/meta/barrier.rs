@@ -226,6 +226,7 @@ impl BarrierManager {
                         Some(ComputeEvent::WorkerDown { worker }) => {
                             self.fail(&format!("compute node {worker} is down"));
                         }
+                        Some(ComputeEvent::Recover { reason }) => self.fail(&reason),
                         Some(ComputeEvent::Collected { .. }) => {}
                         None => return,
                     }
@@ -340,6 +341,10 @@ impl BarrierManager {
                 }
                 Some(ComputeEvent::WorkerDown { worker }) => {
                     failure = Some(format!("compute node {worker} is down"));
+                    break;
+                }
+                Some(ComputeEvent::Recover { reason }) => {
+                    failure = Some(reason);
                     break;
                 }
                 None => return Err("compute nodes are gone".into()),

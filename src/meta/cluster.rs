@@ -34,6 +34,56 @@ pub struct Worker {
     pub node: Arc<dyn ComputeClient>,
 }
 
+/// The client of a worker of the committed catalog whose process has not
+/// registered since meta started: alive for a heartbeat timeout (time for
+/// the process to come back), refusing every call.
+pub struct Unconnected {
+    since: std::time::Instant,
+}
+
+impl Unconnected {
+    pub fn new() -> Unconnected {
+        Unconnected {
+            since: std::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for Unconnected {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait::async_trait]
+impl ComputeClient for Unconnected {
+    fn is_alive(&self, timeout: std::time::Duration) -> bool {
+        self.since.elapsed() < timeout
+    }
+    fn kill(&self) {}
+    fn inject_panic(&self) {}
+    async fn build_actors(
+        &self,
+        _descs: Vec<crate::stream::build::ActorDesc>,
+    ) -> Result<(), String> {
+        Err("the compute process has not registered yet".into())
+    }
+    fn local_sender(
+        &self,
+        _actor: crate::stream::message::ActorId,
+    ) -> Option<tokio::sync::mpsc::Sender<crate::stream::message::Message>> {
+        None
+    }
+    fn forget_actors(&self, _ids: &[crate::stream::message::ActorId]) {}
+    fn abort_all(&self) {}
+    async fn reset(&self, _generation: u64) -> Result<(), String> {
+        Err("the compute process has not registered yet".into())
+    }
+    fn actor_count(&self) -> usize {
+        0
+    }
+}
+
 /// What the catalog keeps of a worker.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct WorkerInfo {

@@ -75,8 +75,12 @@ impl Meta {
     /// stores of their own drop their uncommitted writes. A node that does
     /// not answer is left to the failure detector.
     pub(super) async fn reset_nodes(&self) {
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
         let resets = self.node_clients().into_iter().map(|(id, n)| async move {
-            if let Err(e) = n.reset().await {
+            if let Err(e) = n.reset(generation).await {
                 tracing::warn!(worker = id, error = %e, "compute node did not reset");
             }
         });

@@ -27,7 +27,12 @@ pub const FIRST_USER_ID: TableId = 1000;
 
 #[derive(Clone, Debug)]
 pub struct MetaConfig {
+    /// In-process compute nodes to start with (playground; none when
+    /// `remote_workers`).
     pub compute_nodes: u32,
+    /// Compute nodes are processes that register over gRPC (a cluster's
+    /// meta); the workers of the committed catalog wait for theirs.
+    pub remote_workers: bool,
     pub parallel_units: u32,
     pub barrier_interval: Duration,
 }
@@ -307,6 +312,10 @@ pub struct Meta {
     pub(super) failure_state: Arc<FailureState>,
     /// What a new compute node is started with.
     pub(super) services: NodeServices,
+    /// The recovery generation: each recovery starts a new one, and compute
+    /// processes refuse what was sent in an older one. Starts at the
+    /// start time, so a restarted meta never reuses one.
+    pub generation: Arc<std::sync::atomic::AtomicU64>,
     /// Wakes the adaptive policy (a node joined, the policy was enabled).
     pub(super) policy_wake: Arc<tokio::sync::Notify>,
     /// Told when a compute node joins or comes back (a recovery waiting
@@ -398,6 +407,7 @@ impl Meta {
         // configured ones (ids 1..N, units 0..N·P−1 in node order).
         let workers: Vec<WorkerInfo> = match persisted.as_ref().map(|p| &p.workers) {
             Some(w) if !w.is_empty() => w.clone(),
+            _ if config.remote_workers => Vec::new(),
             _ => (1..=config.compute_nodes)
                 .map(|id| WorkerInfo {
                     id,
@@ -408,7 +418,11 @@ impl Meta {
                 .collect(),
         };
         for w in workers {
-            let node: Arc<dyn ComputeClient> = Arc::new(ComputeNode::new(w.id, &services));
+            let node: Arc<dyn ComputeClient> = if config.remote_workers {
+                Arc::new(super::cluster::Unconnected::new())
+            } else {
+                Arc::new(ComputeNode::new(w.id, &services))
+            };
             if w.state == WorkerState::Down {
                 node.kill();
             } else {
@@ -451,6 +465,7 @@ impl Meta {
         tokio::spawn(manager.run());
         let now_micros = chrono::Utc::now().timestamp_micros();
         let meta = Arc::new(Meta {
+            generation: Arc::new(std::sync::atomic::AtomicU64::new(now_micros as u64)),
             services,
             policy_wake: Arc::new(tokio::sync::Notify::new()),
             nodes_changed: tokio::sync::Notify::new(),
@@ -485,6 +500,29 @@ impl Meta {
             return Ok(());
         }
         self.recover().await
+    }
+
+    /// Rebuild every job by a recovery, which retries until the compute
+    /// nodes it needs are there (a cluster's meta at start). Nothing to do
+    /// without jobs.
+    pub fn recover_in_background(&self, reason: &str) {
+        if self.state.lock().relations.is_empty() {
+            return;
+        }
+        let _ = self
+            .services
+            .events
+            .send(crate::stream::actor::ComputeEvent::Recover {
+                reason: reason.to_string(),
+            });
+    }
+
+    /// Where compute nodes' events go (a compute process's client forwards
+    /// them here).
+    pub fn events_sender(
+        &self,
+    ) -> tokio::sync::mpsc::UnboundedSender<crate::stream::actor::ComputeEvent> {
+        self.services.events.clone()
     }
 
     /// Make the next chunk processed by an actor of `fragment` fail that

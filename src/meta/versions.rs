@@ -98,6 +98,8 @@ pub struct VersionManager {
     wake_compactor: tokio::sync::Notify,
     /// Signalled whenever a new version is installed.
     installed: tokio::sync::Notify,
+    /// The current version, for compute processes to follow.
+    latest: tokio::sync::watch::Sender<Arc<Version>>,
     /// Round-robin positions of compaction per level.
     cursor: Mutex<Vec<Bytes>>,
     /// A commit failed without an answer: it may have landed, so the
@@ -127,11 +129,12 @@ impl VersionManager {
         options: VersionOptions,
     ) -> StorageResult<Arc<VersionManager>> {
         let loaded = meta_store.load().await.map_err(meta_err)?;
-        let version = Self::version_of(&loaded)?;
+        let version = Arc::new(Self::version_of(&loaded)?);
         Ok(Arc::new(VersionManager {
+            latest: tokio::sync::watch::Sender::new(version.clone()),
             meta_store,
             sst,
-            current: RwLock::new(Arc::new(version)),
+            current: RwLock::new(version),
             catalog: Mutex::new(loaded.catalog.map(Bytes::from)),
             pending_drops: Mutex::new(BTreeSet::new()),
             stores: Mutex::new(Vec::new()),
@@ -296,7 +299,13 @@ impl VersionManager {
         for s in stores {
             s.install_version(version.clone());
         }
+        self.latest.send_replace(version.clone());
         self.installed.notify_waiters();
+    }
+
+    /// Follows the current version (compute processes install each one).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<Version>> {
+        self.latest.subscribe()
     }
 
     /// Starts the compactor and the garbage collector.

@@ -181,6 +181,7 @@ impl Meta {
     /// compute node; returns its id. Adaptive jobs grow onto it at the
     /// policy's next tick.
     pub async fn add_worker(&self, parallel_units: Option<u32>) -> MetaResult<WorkerId> {
+        self.refuse_in_cluster("ALTER SYSTEM ADD WORKER")?;
         let n = parallel_units.unwrap_or(self.config.parallel_units);
         if n == 0 || n > MAX_UNITS_PER_NODE {
             return Err(MetaError::new(
@@ -215,9 +216,107 @@ impl Meta {
         Ok(id)
     }
 
+    /// In a cluster, compute nodes are processes started by the operator.
+    fn refuse_in_cluster(&self, statement: &str) -> MetaResult<()> {
+        if self.config.remote_workers {
+            return Err(MetaError::new(
+                "0A000",
+                format!(
+                    "{statement} starts an in-process compute node, which a cluster does not have; start a compute process instead (ebbflow compute --meta ADDR ...)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A compute process registers: a new worker with `units` parallel
+    /// units, or — when a worker with the same address is known — that
+    /// worker again, with its id and units (a process restarted on the
+    /// same address). If the old incarnation still had actors, every job
+    /// is recovered (they died with it). `connect` makes the client of the
+    /// worker id meta settled on.
+    pub async fn join_remote(
+        &self,
+        address: &str,
+        units: u32,
+        connect: impl FnOnce(WorkerId) -> Result<Arc<dyn ComputeClient>, String>,
+    ) -> MetaResult<(WorkerId, Vec<UnitId>)> {
+        if units == 0 || units > MAX_UNITS_PER_NODE {
+            return Err(MetaError::new(
+                "22023",
+                format!("parallel_units must be between 1 and {MAX_UNITS_PER_NODE}, got {units}"),
+            ));
+        }
+        let _ddl = self.ddl_lock.lock().await;
+        let (id, unit_ids, lost_actors) = {
+            let mut st = self.state.lock();
+            let known = st
+                .workers
+                .values()
+                .find(|w| w.host == address)
+                .map(|w| w.id);
+            let id = known.unwrap_or(st.next_worker_id + 1);
+            let client = connect(id).map_err(|e| MetaError::new("08006", e))?;
+            let lost = known.is_some_and(|id| st.actors_on(id) > 0)
+                && known
+                    .and_then(|id| st.workers.get(&id))
+                    .is_some_and(|w| w.state != WorkerState::Down);
+            match st.workers.get_mut(&id) {
+                Some(w) => {
+                    let old = std::mem::replace(&mut w.node, client.clone());
+                    old.kill();
+                    w.state = WorkerState::Running;
+                }
+                None => {
+                    st.next_worker_id = id;
+                    let first = st.next_unit_id;
+                    st.next_unit_id += units;
+                    st.workers.insert(
+                        id,
+                        Worker {
+                            id,
+                            host: address.to_string(),
+                            state: WorkerState::Running,
+                            units: (first..first + units).collect(),
+                            node: client.clone(),
+                        },
+                    );
+                }
+            }
+            self.nodes.write().insert(id, client);
+            let unit_ids = st
+                .workers
+                .get(&id)
+                .map(|w| w.units.clone())
+                .unwrap_or_default();
+            (id, unit_ids, lost)
+        };
+        if lost_actors {
+            let _ = self.services.events.send(ComputeEvent::Recover {
+                reason: format!("compute node {id} ({address}) restarted"),
+            });
+        }
+        self.commit_membership().await;
+        tracing::info!(worker = id, %address, units = unit_ids.len(), "compute process registered");
+        self.policy_wake.notify_one();
+        self.nodes_changed.notify_one();
+        Ok((id, unit_ids))
+    }
+
+    /// A heartbeat of compute process `id`; false when meta does not know
+    /// it (removed, down, or not registered since meta started).
+    pub fn worker_heartbeat(&self, id: WorkerId) -> bool {
+        let st = self.state.lock();
+        st.workers
+            .get(&id)
+            .filter(|w| w.state != WorkerState::Down)
+            .is_some_and(|w| w.node.heartbeat())
+    }
+
     /// `ALTER SYSTEM RESTART WORKER id`: bring a `down` node back with its
     /// id and units.
     pub async fn restart_worker(&self, id: WorkerId) -> MetaResult<()> {
+        self.refuse_in_cluster("ALTER SYSTEM RESTART WORKER")?;
         let _ddl = self.ddl_lock.lock().await;
         {
             let mut st = self.state.lock();

@@ -18,6 +18,12 @@ pub mod pb {
     tonic::include_proto!("ebbflow.cluster");
 }
 
+pub mod compute;
+pub mod convert;
+pub mod exchange;
+pub mod meta_service;
+pub mod remote;
+
 /// The metadata entry that carries the cluster secret.
 pub const SECRET_HEADER: &str = "x-ebbflow-secret";
 
@@ -90,6 +96,24 @@ impl ClusterSecret {
             "refused: {why} (every process of a cluster needs the same --cluster-secret-file)"
         )))
     }
+}
+
+impl tonic::service::Interceptor for ClusterSecret {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        self.attach(request)
+    }
+}
+
+/// Opens a channel to another process of the cluster (`host:port`); the
+/// connection is made at the first call.
+pub fn channel(address: &str) -> Result<tonic::transport::Channel, String> {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+        .map_err(|e| format!("bad address {address}: {e}"))?
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(std::time::Duration::from_secs(1))
+        .keep_alive_timeout(std::time::Duration::from_secs(3));
+    Ok(endpoint.connect_lazy())
 }
 
 /// Compares without an early exit, so the time taken does not tell how

@@ -26,6 +26,9 @@ pub enum ComputeEvent {
     WorkerDown {
         worker: super::compute_node::WorkerId,
     },
+    /// Meta needs every job rebuilt (a compute process came back after a
+    /// restart, meta itself restarted).
+    Recover { reason: String },
 }
 
 /// What an actor reads from.

@@ -77,8 +77,14 @@ pub trait ComputeClient: Send + Sync + 'static {
     fn abort_all(&self);
     /// Stop every actor and wait until all have ended, so no event of the
     /// old actors arrives after this returns; a node with a store of its
-    /// own drops its uncommitted writes (recovery).
-    async fn reset(&self) -> Result<(), String>;
+    /// own drops its uncommitted writes and moves to recovery `generation`
+    /// (what was sent in an older one is refused).
+    async fn reset(&self, generation: u64) -> Result<(), String>;
+    /// A heartbeat from the node's process arrived; false if meta does not
+    /// take heartbeats for it (it must register again).
+    fn heartbeat(&self) -> bool {
+        false
+    }
     /// Make the node's writes of epochs `<= epoch` durable and return its
     /// files; `None` for a node that shares meta's store (the playground),
     /// which meta syncs itself.
@@ -233,7 +239,7 @@ impl ComputeClient for ComputeNode {
 
     /// Stop every actor and wait until all have ended, so no event of the
     /// old actors can arrive after this returns (recovery).
-    async fn reset(&self) -> Result<(), String> {
+    async fn reset(&self, _generation: u64) -> Result<(), String> {
         let handles: Vec<JoinHandle<()>> = self
             .actors
             .lock()

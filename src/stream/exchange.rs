@@ -23,17 +23,75 @@ type Channel = (
     Option<mpsc::Receiver<Message>>,
 );
 
+/// The senders of a compute process to actors on other processes (the
+/// remote exchange).
+pub trait RemoteOutputs: Send + Sync {
+    /// A channel from `up` to `down` when `down` runs on another process;
+    /// `None` when it runs here.
+    fn sender(&self, up: ActorId, down: ActorId) -> Option<mpsc::Sender<Message>>;
+}
+
 /// Rendezvous for the two ends of every actor-to-actor channel. The
 /// upstream side takes the sender and the downstream side the receiver, in
-/// either order; the pair is forgotten once both are taken.
+/// either order; the pair is forgotten once both are taken. In a compute
+/// process, a sender to an actor on another process comes from the remote
+/// exchange instead.
 #[derive(Default)]
 pub struct ExchangeRegistry {
     channels: Mutex<HashMap<(ActorId, ActorId), Channel>>,
+    remote: parking_lot::RwLock<Option<std::sync::Arc<dyn RemoteOutputs>>>,
+    /// The recovery generation the channels belong to (compute processes;
+    /// see [`Self::take_sender_in`]).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl ExchangeRegistry {
-    pub fn take_sender(&self, up: ActorId, down: ActorId) -> mpsc::Sender<Message> {
+    /// Route senders to actors on other processes through `remote`.
+    pub fn set_remote(&self, remote: std::sync::Arc<dyn RemoteOutputs>) {
+        *self.remote.write() = Some(remote);
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Forget every channel and move to `generation` (recovery).
+    pub fn reset(&self, generation: u64) {
         let mut chans = self.channels.lock();
+        self.generation
+            .store(generation, std::sync::atomic::Ordering::SeqCst);
+        chans.clear();
+    }
+
+    /// The local sender of a pair, for messages that arrived over the
+    /// network in `generation`; `None` once the registry moved on (what a
+    /// stale stream sends must never reach a rebuilt actor).
+    pub fn take_sender_in(
+        &self,
+        generation: u64,
+        up: ActorId,
+        down: ActorId,
+    ) -> Option<mpsc::Sender<Message>> {
+        let mut chans = self.channels.lock();
+        if self.generation() != generation {
+            return None;
+        }
+        Some(Self::take_sender_locked(&mut chans, up, down))
+    }
+
+    pub fn take_sender(&self, up: ActorId, down: ActorId) -> mpsc::Sender<Message> {
+        let remote = self.remote.read().clone();
+        if let Some(tx) = remote.and_then(|r| r.sender(up, down)) {
+            return tx;
+        }
+        Self::take_sender_locked(&mut self.channels.lock(), up, down)
+    }
+
+    fn take_sender_locked(
+        chans: &mut HashMap<(ActorId, ActorId), Channel>,
+        up: ActorId,
+        down: ActorId,
+    ) -> mpsc::Sender<Message> {
         let entry = chans.entry((up, down)).or_insert_with(|| {
             let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
             (Some(tx), Some(rx))

@@ -1,0 +1,82 @@
+//! Meta's `Meta` service: compute processes register and beat here.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tonic::service::interceptor::InterceptedService;
+use tonic::{Request, Response, Status};
+
+use super::pb::meta_server::{Meta as MetaRpc, MetaServer};
+use super::pb::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
+use super::remote::{MetaLink, RemoteCompute};
+use crate::meta::Meta;
+use crate::stream::compute_node::{ComputeClient, HEARTBEAT_INTERVAL};
+
+struct MetaService {
+    meta: Arc<Meta>,
+    link: MetaLink,
+}
+
+#[tonic::async_trait]
+impl MetaRpc for MetaService {
+    async fn register(
+        &self,
+        request: Request<RegisterRequest>,
+    ) -> Result<Response<RegisterResponse>, Status> {
+        let r = request.into_inner();
+        if r.address.parse::<SocketAddr>().is_err() && !r.address.contains(':') {
+            return Err(Status::invalid_argument(format!(
+                "bad compute address {:?}: expected host:port",
+                r.address
+            )));
+        }
+        let link = self.link.clone();
+        let address = r.address.clone();
+        let (worker_id, units) = self
+            .meta
+            .join_remote(&r.address, r.parallel_units, move |id| {
+                RemoteCompute::connect(id, &address, link).map(|c| c as Arc<dyn ComputeClient>)
+            })
+            .await
+            .map_err(|e| Status::failed_precondition(e.message))?;
+        Ok(Response::new(RegisterResponse {
+            worker_id,
+            parallel_unit_ids: units,
+            heartbeat_interval_ms: HEARTBEAT_INTERVAL.as_millis() as u32,
+            generation: self
+                .meta
+                .generation
+                .load(std::sync::atomic::Ordering::SeqCst),
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<HeartbeatRequest>,
+    ) -> Result<Response<HeartbeatResponse>, Status> {
+        let known = self.meta.worker_heartbeat(request.into_inner().worker_id);
+        Ok(Response::new(HeartbeatResponse { known }))
+    }
+}
+
+/// Serve meta's RPC on `incoming`; returns the server task.
+pub fn serve_meta(
+    meta: Arc<Meta>,
+    link: MetaLink,
+    incoming: tonic::transport::server::TcpIncoming,
+) -> tokio::task::JoinHandle<()> {
+    let secret = link.secret.clone();
+    let service = InterceptedService::new(MetaServer::new(MetaService { meta, link }), move |r| {
+        secret.check(r)
+    });
+    tokio::spawn(async move {
+        let served = tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .add_service(service)
+            .serve_with_incoming(incoming)
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "meta's RPC server stopped");
+        }
+    })
+}
