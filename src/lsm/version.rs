@@ -90,6 +90,7 @@ impl Version {
                 .cmp(&a.epoch)
                 .then_with(|| a.first_key.cmp(&b.first_key))
         });
+        self.l0 = into_runs(std::mem::take(&mut self.l0));
         for level in &mut self.levels {
             level.sort_by(|a, b| a.first_key.cmp(&b.first_key));
         }
@@ -119,9 +120,12 @@ impl Version {
         v
     }
 
-    /// L0's sub-levels, newest first: runs of files of one epoch.
+    /// L0's sub-levels, newest first: runs of disjoint files of one epoch
+    /// (one per compute process that wrote the epoch, at most).
     pub fn l0_sublevels(&self) -> Vec<&[Arc<SstInfo>]> {
-        self.l0.chunk_by(|a, b| a.epoch == b.epoch).collect()
+        self.l0
+            .chunk_by(|a, b| a.epoch == b.epoch && a.last_key < b.first_key)
+            .collect()
     }
 
     /// Every file, L0 first.
@@ -174,12 +178,6 @@ impl Version {
             if w[0].epoch < w[1].epoch {
                 return Err("L0 not newest first".into());
             }
-            if w[0].epoch == w[1].epoch && w[0].last_key >= w[1].first_key {
-                return Err(format!(
-                    "L0 files {} and {} of epoch {} overlap",
-                    w[0].id, w[1].id, w[0].epoch
-                ));
-            }
         }
         for (i, level) in self.levels.iter().enumerate() {
             for f in level {
@@ -217,6 +215,30 @@ impl Version {
 }
 
 /// Whether file `f` may hold a key of `range`.
+/// Orders the files of each epoch (given newest epoch first, then by first
+/// key) into runs of disjoint files: each compute process writes its own
+/// files for an epoch, and the files of two processes may overlap in key
+/// range (never in keys). A file goes to the first run it extends; runs
+/// follow each other, so a run ends where the next file starts before the
+/// previous one ends (see [`Version::l0_sublevels`]).
+fn into_runs(files: Vec<Arc<SstInfo>>) -> Vec<Arc<SstInfo>> {
+    let mut out = Vec::with_capacity(files.len());
+    for epoch in files.chunk_by(|a, b| a.epoch == b.epoch) {
+        let mut runs: Vec<Vec<Arc<SstInfo>>> = Vec::new();
+        for f in epoch {
+            match runs
+                .iter_mut()
+                .find(|r| r.last().is_some_and(|l| l.last_key < f.first_key))
+            {
+                Some(r) => r.push(f.clone()),
+                None => runs.push(vec![f.clone()]),
+            }
+        }
+        out.extend(runs.into_iter().flatten());
+    }
+    out
+}
+
 pub fn overlaps(f: &SstInfo, range: &crate::storage::KeyRange) -> bool {
     use std::ops::Bound::*;
     let first = f.first_key.as_ref();

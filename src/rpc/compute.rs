@@ -119,6 +119,17 @@ impl Shared {
         });
     }
 
+    /// A process that registered takes meta's generation from the first
+    /// message that carries it (the registration's answer, or the
+    /// locations meta sends before it builds anything there). Nothing runs
+    /// yet to be reset: the process reset itself before registering.
+    fn adopt_generation(&self, generation: u64) {
+        if generation > self.registry.generation() {
+            self.registry.reset(generation);
+            self.exchange.reset(generation);
+        }
+    }
+
     /// Stop every actor, drop what was not committed and move to
     /// `generation` (never back).
     async fn reset(&self, generation: u64) {
@@ -146,7 +157,9 @@ impl Compute for ComputeService {
     type EventsStream = EventStream;
 
     async fn update_locations(&self, r: Request<pb::Locations>) -> Result<Response<Ack>, Status> {
-        *self.0.locations.write() = locations_from_pb(r.into_inner());
+        let r = r.into_inner();
+        self.0.adopt_generation(r.generation);
+        *self.0.locations.write() = locations_from_pb(&r);
         Ok(Response::new(Ack {}))
     }
 
@@ -335,6 +348,8 @@ async fn membership(shared: Arc<Shared>, meta: String, secret: ClusterSecret, un
     let mut previous: Option<WorkerId> = None;
     let mut refused_logged = false;
     loop {
+        // A new session with meta: nothing of the old one stands.
+        shared.reset(shared.registry.generation()).await;
         let channel = match super::channel(&meta) {
             Ok(c) => c,
             Err(e) => {
@@ -366,8 +381,7 @@ async fn membership(shared: Arc<Shared>, meta: String, secret: ClusterSecret, un
             }
         };
         refused_logged = false;
-        // A new session with meta: nothing of the old one stands.
-        shared.reset(r.generation).await;
+        shared.adopt_generation(r.generation);
         shared.worker_id.store(r.worker_id, Ordering::SeqCst);
         previous = Some(r.worker_id);
         tracing::info!(

@@ -55,17 +55,18 @@ pub fn version_from_pb(v: pb::Version) -> Arc<Version> {
     ))
 }
 
-pub fn locations_to_pb(l: &ActorLocations) -> pb::Locations {
+pub fn locations_to_pb(l: &ActorLocations, generation: u64) -> pb::Locations {
     pb::Locations {
         actor_workers: l.actors.clone(),
         worker_addresses: l.addresses.clone(),
+        generation,
     }
 }
 
-pub fn locations_from_pb(l: pb::Locations) -> ActorLocations {
+pub fn locations_from_pb(l: &pb::Locations) -> ActorLocations {
     ActorLocations {
-        actors: l.actor_workers,
-        addresses: l.worker_addresses,
+        actors: l.actor_workers.clone(),
+        addresses: l.worker_addresses.clone(),
     }
 }
 

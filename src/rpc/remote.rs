@@ -178,9 +178,10 @@ impl ComputeClient for RemoteCompute {
 
     async fn update_locations(&self, locations: Arc<ActorLocations>) -> Result<(), String> {
         let mut c = self.client.clone();
+        let generation = self.link.generation.load(Ordering::SeqCst);
         self.while_alive(
             "update locations",
-            c.update_locations(locations_to_pb(&locations)),
+            c.update_locations(locations_to_pb(&locations, generation)),
         )
         .await
         .map(|_| ())

@@ -30,6 +30,7 @@ impl Meta for Arc<Registry> {
             worker_id: id,
             parallel_unit_ids: (0..r.parallel_units).map(|u| id * 100 + u).collect(),
             heartbeat_interval_ms: 100,
+            generation: 1,
         }))
     }
 
