@@ -235,8 +235,10 @@ async fn run_compute(args: ComputeArgs) -> anyhow::Result<()> {
     })
     .await?;
     println!("ebbflow compute process listening on {}", handle.address);
-    shutdown_signal().await;
-    tracing::info!("shutting down");
+    tokio::select! {
+        _ = shutdown_signal() => tracing::info!("shutting down"),
+        _ = handle.removed() => {}
+    }
     handle.shutdown();
     Ok(())
 }

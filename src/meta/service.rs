@@ -323,6 +323,9 @@ pub struct Meta {
     pub(super) nodes_changed: tokio::sync::Notify,
     /// A fail-over whose recovery has not completed yet: when it started
     /// and what moved.
+    /// Workers removed by `ALTER SYSTEM REMOVE WORKER` since meta started:
+    /// their processes are told to exit at their next heartbeat.
+    pub(super) removed_workers: Mutex<std::collections::HashSet<WorkerId>>,
     pub(super) failover_pending: Mutex<
         Option<(
             chrono::NaiveDateTime,
@@ -470,6 +473,7 @@ impl Meta {
             policy_wake: Arc::new(tokio::sync::Notify::new()),
             nodes_changed: tokio::sync::Notify::new(),
             failover_pending: Mutex::new(None),
+            removed_workers: Mutex::new(Default::default()),
             config,
             state: Mutex::new(state),
             store,

@@ -303,6 +303,11 @@ impl Meta {
         Ok((id, unit_ids))
     }
 
+    /// Whether worker `id` was removed (its process is to exit).
+    pub fn worker_removed(&self, id: WorkerId) -> bool {
+        self.removed_workers.lock().contains(&id)
+    }
+
     /// A heartbeat of compute process `id`; false when meta does not know
     /// it (removed, down, or not registered since meta started).
     pub fn worker_heartbeat(&self, id: WorkerId) -> bool {
@@ -365,6 +370,7 @@ impl Meta {
                     format!("compute node {id} is the last running compute node"),
                 ));
             }
+            self.removed_workers.lock().insert(id);
             if let Some(w) = st.workers.remove(&id) {
                 w.node.kill();
             }

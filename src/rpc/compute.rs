@@ -61,6 +61,8 @@ struct Shared {
     subscriber: Mutex<Option<mpsc::UnboundedSender<Result<pb::Event, Status>>>>,
     /// One reset at a time.
     reset_lock: tokio::sync::Mutex<()>,
+    /// Set when meta removed the process from the cluster.
+    removed: watch::Sender<bool>,
 }
 
 impl Inbound for Shared {
@@ -238,6 +240,12 @@ impl ComputeHandle {
         self.shared.worker_id.load(Ordering::SeqCst)
     }
 
+    /// Returns once meta removed the process from the cluster.
+    pub async fn removed(&self) {
+        let mut rx = self.shared.removed.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
     /// Stop serving and every actor.
     pub fn shutdown(self) {
         for t in &self.tasks {
@@ -290,6 +298,7 @@ pub async fn start_compute(config: ComputeConfig) -> anyhow::Result<ComputeHandl
         committed: committed_tx,
         subscriber: Mutex::new(None),
         reset_lock: tokio::sync::Mutex::new(()),
+        removed: watch::Sender::new(false),
     });
     registry.set_remote(shared.clone());
     let mut tasks = Vec::new();
@@ -400,6 +409,12 @@ async fn membership(shared: Arc<Shared>, meta: String, secret: ClusterSecret, un
                 .await
             {
                 Ok(resp) if resp.get_ref().known => failing_since = None,
+                Ok(resp) if resp.get_ref().removed => {
+                    tracing::info!(worker = r.worker_id, "removed from the cluster; exiting");
+                    shared.node.abort_all();
+                    shared.removed.send_replace(true);
+                    return;
+                }
                 Ok(_) => {
                     tracing::warn!(
                         worker = r.worker_id,

@@ -54,8 +54,10 @@ impl MetaRpc for MetaService {
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
-        let known = self.meta.worker_heartbeat(request.into_inner().worker_id);
-        Ok(Response::new(HeartbeatResponse { known }))
+        let id = request.into_inner().worker_id;
+        let known = self.meta.worker_heartbeat(id);
+        let removed = !known && self.meta.worker_removed(id);
+        Ok(Response::new(HeartbeatResponse { known, removed }))
     }
 }
 

@@ -177,6 +177,9 @@ impl ComputeClient for RemoteCompute {
     }
 
     async fn update_locations(&self, locations: Arc<ActorLocations>) -> Result<(), String> {
+        if self.killed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let mut c = self.client.clone();
         let generation = self.link.generation.load(Ordering::SeqCst);
         self.while_alive(
@@ -188,6 +191,9 @@ impl ComputeClient for RemoteCompute {
     }
 
     async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String> {
+        if self.killed.load(Ordering::SeqCst) {
+            return Err(format!("compute node {} is down", self.id));
+        }
         let mut actors = Vec::with_capacity(descs.len());
         for d in &descs {
             let json = serde_json::to_vec(d).map_err(|e| format!("actor description: {e}"))?;
@@ -249,6 +255,9 @@ impl ComputeClient for RemoteCompute {
         self.senders.lock().clear();
         self.actors.lock().clear();
         self.link.exchange.reset(generation);
+        if self.killed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let version = self.link.versions.borrow().clone();
         let mut c = self.client.clone();
         self.while_alive(
@@ -263,6 +272,19 @@ impl ComputeClient for RemoteCompute {
     }
 
     async fn sync(&self, epoch: u64) -> Option<StorageResult<Vec<SstInfo>>> {
+        if self.killed.load(Ordering::SeqCst) {
+            // Down with actors: their writes are lost, so the epoch must
+            // not commit (the recovery rewinds it). After the recovery's
+            // reset it has none and no part in epochs.
+            return Some(if self.actors.lock().is_empty() {
+                Ok(Vec::new())
+            } else {
+                Err(StorageError::Io(format!(
+                    "compute node {} is down",
+                    self.id
+                )))
+            });
+        }
         let mut c = self.client.clone();
         let r = self
             .while_alive("sync", c.sync(pb::SyncRequest { epoch }))

@@ -278,8 +278,7 @@ impl EbbflowServer {
             cmd.arg("--meta-store").arg(url);
         }
         cmd.args(&opts.args);
-        let mut child = cmd
-            .arg("--listen")
+        cmd.arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
             .arg(&data_dir)
@@ -298,7 +297,21 @@ impl EbbflowServer {
             // `Error:` line out of the log tail a failure shows. Panics
             // keep their backtraces.
             .env("RUST_LIB_BACKTRACE", "0")
-            .envs(opts.env.iter().map(|(k, v)| (k, v)))
+            .envs(opts.env.iter().map(|(k, v)| (k, v)));
+        Self::spawn_ready(cmd, port, data_dir, own_dir, opts.ready_timeout)
+    }
+
+    /// Runs `cmd` (an `ebbflow` command line) and waits up to `timeout`
+    /// for its `listening on` line; `port` is its pgwire port (or, for a
+    /// process without one, its RPC port). Err((retry, message)).
+    pub fn spawn_ready(
+        mut cmd: Command,
+        port: u16,
+        data_dir: PathBuf,
+        own_dir: Option<TempDir>,
+        timeout: Duration,
+    ) -> Result<EbbflowServer, (bool, String)> {
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -334,7 +347,7 @@ impl EbbflowServer {
             data_dir,
             _own_dir: own_dir,
         };
-        let deadline = Instant::now() + opts.ready_timeout;
+        let deadline = Instant::now() + timeout;
         loop {
             match ready_rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(()) => return Ok(server),
@@ -363,7 +376,7 @@ impl EbbflowServer {
                             false,
                             format!(
                                 "ebbflow did not print `listening on` within {} s:\n{}",
-                                opts.ready_timeout.as_secs(),
+                                timeout.as_secs(),
                                 server.log.tail(40)
                             ),
                         ));
