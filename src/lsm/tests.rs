@@ -361,7 +361,7 @@ async fn files_of_two_writers_in_one_epoch() {
         let (mut mine, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..rng.gen_range(1..80) {
             let k = key(rng.gen_range(1..=2), rng.gen_range(0..600));
-            let writes = if k[5] % 2 == 0 {
+            let writes = if k[5].is_multiple_of(2) {
                 &mut mine
             } else {
                 &mut theirs

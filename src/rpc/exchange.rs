@@ -361,21 +361,21 @@ async fn receive<T: Inbound>(
             if let Message::Barrier(b) = &msg {
                 last_barrier = Some(b.clone());
             }
-            let key = (f.up, f.down);
-            if !pairs.contains_key(&key) {
-                let Some(out) = target.channel(generation, f.up, f.down) else {
-                    tracing::debug!(
-                        up = f.up,
-                        down = f.down,
-                        "message for an unknown pair dropped"
-                    );
-                    continue;
-                };
-                pairs.insert(key, deliverer(f.up, f.down, out, credits.clone()));
-            }
-            if let Some(tx) = pairs.get(&key) {
-                let _ = tx.send(msg);
-            }
+            let tx = match pairs.entry((f.up, f.down)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let Some(out) = target.channel(generation, f.up, f.down) else {
+                        tracing::debug!(
+                            up = f.up,
+                            down = f.down,
+                            "message for an unknown pair dropped"
+                        );
+                        continue;
+                    };
+                    v.insert(deliverer(f.up, f.down, out, credits.clone()))
+                }
+            };
+            let _ = tx.send(msg);
         }
     }
 }

@@ -91,7 +91,9 @@ impl ClusterSecret {
         } else {
             "no cluster secret"
         };
-        tracing::warn!(%peer, "refused an internal call with {why}");
+        if should_log_refusal(request.remote_addr().map(|a| a.ip())) {
+            tracing::warn!(%peer, "refused an internal call with {why}");
+        }
         Err(Status::unauthenticated(format!(
             "refused: {why} (every process of a cluster needs the same --cluster-secret-file)"
         )))
@@ -114,6 +116,27 @@ pub fn channel(address: &str) -> Result<tonic::transport::Channel, String> {
         .http2_keep_alive_interval(std::time::Duration::from_secs(1))
         .keep_alive_timeout(std::time::Duration::from_secs(3));
     Ok(endpoint.connect_lazy())
+}
+
+/// A process with a wrong secret retries: its refusals are logged once a
+/// minute per peer address.
+fn should_log_refusal(ip: Option<std::net::IpAddr>) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+    static LAST: OnceLock<Mutex<HashMap<Option<std::net::IpAddr>, Instant>>> = OnceLock::new();
+    let mut last = LAST
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    match last.get(&ip) {
+        Some(t) if now.duration_since(*t) < Duration::from_secs(60) => false,
+        _ => {
+            last.insert(ip, now);
+            true
+        }
+    }
 }
 
 /// Compares without an early exit, so the time taken does not tell how

@@ -41,6 +41,7 @@ impl Meta for Arc<Registry> {
         let id = request.into_inner().worker_id;
         Ok(Response::new(HeartbeatResponse {
             known: id >= 1 && id <= self.next.load(Ordering::SeqCst),
+            removed: false,
         }))
     }
 }

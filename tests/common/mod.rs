@@ -12,6 +12,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod driver;
 pub mod rows;
 pub mod seaweed;
