@@ -15,6 +15,7 @@ mod dml;
 pub mod fragment;
 pub mod graph;
 pub mod pg_catalog;
+mod recovery;
 pub mod reschedule;
 pub mod scale;
 pub mod service;
