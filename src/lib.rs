@@ -49,6 +49,18 @@
 //! sends one barrier whose `Update` mutation switches dispatchers, merges
 //! and bitmaps at once (DESIGN §5).
 
+//!
+//! # A cluster of processes
+//!
+//! The playground runs meta and its compute nodes in one process. A cluster
+//! runs the same code in roles: `ebbflow meta` and `ebbflow compute`
+//! processes that talk gRPC ([`rpc`]): meta drives each compute node
+//! through one interface (`stream::compute_node::ComputeClient`) — in
+//! process for the playground, over the `Compute` service for a process —
+//! and actors on different processes exchange chunks and barriers over one
+//! credit-controlled stream per process pair. Each process writes its own
+//! epoch files; meta commits them together.
+
 /// The batch engine for ad-hoc queries over committed state.
 pub mod batch;
 /// Values, types, chunks, bitmaps and the byte encodings of rows.
@@ -65,8 +77,8 @@ pub mod meta;
 pub mod pgwire;
 /// Logical plans and the stream planner that cuts them into fragments.
 pub mod planner;
-/// gRPC between cluster processes: the generated service code and the
-/// cluster secret.
+/// A cluster of processes: the meta ↔ compute gRPC contract, the compute
+/// process, meta's client of it, and the remote exchange between processes.
 pub mod rpc;
 /// Parsing and binding of SQL.
 pub mod sql;

@@ -1,6 +1,10 @@
 //! gRPC between the processes of a cluster: the generated code of
 //! `proto/ebbflow/cluster.proto` (tonic + prost, compiled by `protox` in
-//! `build.rs`) and the cluster secret every call carries.
+//! `build.rs`, so no `protoc` is needed) and the cluster secret every call
+//! carries; [`compute`] is the compute process, [`remote`] meta's client of
+//! it, [`meta_service`] where compute processes register, [`exchange`] the
+//! remote exchange between processes, [`convert`] between the contract's
+//! messages and ebbflow's types.
 //!
 //! The secret is a shared token: each call sends it in the
 //! [`SECRET_HEADER`] metadata entry and a server refuses any call without
