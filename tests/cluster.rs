@@ -562,3 +562,63 @@ fn cluster_of_processes_against_postgres() {
         report.failed
     );
 }
+
+/// A compute process with another cluster secret is refused: it says so
+/// in its log, meta logs the refusal once, and it never joins.
+#[test]
+fn a_process_with_a_wrong_secret_is_refused() {
+    let rt = common::driver::runtime();
+    rt.block_on(async {
+        let opts = ClusterOptions {
+            computes: 1,
+            ..Default::default()
+        };
+        let mut cluster = tokio::task::spawn_blocking(move || Cluster::start(opts))
+            .await
+            .expect("join")
+            .expect("start a cluster");
+        let port = tokio::task::block_in_place(|| {
+            cluster.start_compute_with(None, Some("another-secret-of-this-cluster"))
+        })
+        .expect("start the compute process");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let refused = |c: &Cluster| {
+            c.computes[&port]
+                .log
+                .tail(50)
+                .contains("meta refused this process")
+                && c.meta.as_ref().is_some_and(|m| {
+                    m.log
+                        .tail(50)
+                        .contains("refused an internal call with a wrong cluster secret")
+                })
+        };
+        while !refused(&cluster) {
+            assert!(
+                Instant::now() < deadline,
+                "no refusal in the logs:\n{}",
+                cluster.logs(20)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let eb = common::open(&cluster.conn_str()).await.expect("connect");
+        let ws = workers(&eb).await.expect("workers");
+        assert_eq!(
+            ws.len(),
+            1,
+            "only the process with the right secret joined: {ws:?}"
+        );
+        assert!(ws.values().all(|w| w.0 != port), "{ws:?}");
+        let meta_log = cluster
+            .meta
+            .as_ref()
+            .map(|m| m.log.tail(200))
+            .unwrap_or_default();
+        let lines = meta_log.matches("refused an internal call").count();
+        assert_eq!(
+            lines, 1,
+            "meta logs a refused process once a minute:\n{meta_log}"
+        );
+    });
+}

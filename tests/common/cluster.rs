@@ -77,13 +77,13 @@ impl Cluster {
         Ok(c)
     }
 
-    fn command(&self, role: &str) -> Command {
+    fn command(&self, role: &str, secret: &std::path::Path) -> Command {
         let mut cmd = Command::new(ebbflow_bin());
         cmd.arg(role)
             .arg("--state-store")
             .arg(&self.state_store)
             .arg("--cluster-secret-file")
-            .arg(&self.secret)
+            .arg(secret)
             .env(
                 "RUST_LOG",
                 std::env::var("EBBFLOW_LOG").unwrap_or_else(|_| "info,sqlx=warn".into()),
@@ -96,7 +96,7 @@ impl Cluster {
     /// Starts meta (again) on its ports.
     pub fn start_meta(&mut self) -> Result<(), String> {
         let data = self.dir.path().join("meta");
-        let mut cmd = self.command("meta");
+        let mut cmd = self.command("meta", &self.secret);
         cmd.arg("--listen")
             .arg(format!("127.0.0.1:{}", self.pg_port))
             .arg("--rpc-listen")
@@ -125,8 +125,26 @@ impl Cluster {
     /// Starts a compute process on `port` (a fresh one when `None`);
     /// returns its RPC port.
     pub fn start_compute(&mut self, port: Option<u16>) -> Result<u16, String> {
+        self.start_compute_with(port, None)
+    }
+
+    /// [`Self::start_compute`] with another cluster secret than the
+    /// cluster's (`Some(text)`).
+    pub fn start_compute_with(
+        &mut self,
+        port: Option<u16>,
+        secret: Option<&str>,
+    ) -> Result<u16, String> {
         let port = port.unwrap_or_else(free_port);
-        let mut cmd = self.command("compute");
+        let path = match secret {
+            Some(text) => {
+                let path = self.dir.path().join(format!("secret-{port}"));
+                std::fs::write(&path, text).map_err(|e| format!("secret file: {e}"))?;
+                path
+            }
+            None => self.secret.clone(),
+        };
+        let mut cmd = self.command("compute", &path);
         cmd.arg("--meta")
             .arg(format!("127.0.0.1:{}", self.rpc_port))
             .arg("--rpc-listen")
