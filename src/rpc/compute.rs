@@ -327,8 +327,7 @@ pub async fn start_compute(config: ComputeConfig) -> anyhow::Result<ComputeHandl
         check(secret.clone()),
     );
     tasks.push(tokio::spawn(async move {
-        let served = tonic::transport::Server::builder()
-            .tcp_nodelay(true)
+        let served = super::server()
             .add_service(compute)
             .add_service(exchange)
             .serve_with_incoming(incoming)

@@ -72,8 +72,7 @@ pub fn serve_meta(
         secret.check(r)
     });
     tokio::spawn(async move {
-        let served = tonic::transport::Server::builder()
-            .tcp_nodelay(true)
+        let served = super::server()
             .add_service(service)
             .serve_with_incoming(incoming)
             .await;

@@ -110,6 +110,21 @@ impl tonic::service::Interceptor for ClusterSecret {
     }
 }
 
+/// HTTP/2 windows of every connection. What waits for an actor is bounded
+/// by the exchange's credits, and a receiver always reads its streams, so
+/// HTTP/2 flow control only has to keep out of the way: its default 64 KiB
+/// window would stall a busy exchange stream every few chunks.
+pub const STREAM_WINDOW: u32 = 8 << 20;
+pub const CONNECTION_WINDOW: u32 = 32 << 20;
+
+/// A server with the cluster's connection settings.
+pub fn server() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+}
+
 /// Opens a channel to another process of the cluster (`host:port`); the
 /// connection is made at the first call.
 pub fn channel(address: &str) -> Result<tonic::transport::Channel, String> {
@@ -117,6 +132,8 @@ pub fn channel(address: &str) -> Result<tonic::transport::Channel, String> {
         .map_err(|e| format!("bad address {address}: {e}"))?
         .connect_timeout(std::time::Duration::from_secs(2))
         .tcp_nodelay(true)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
         .http2_keep_alive_interval(std::time::Duration::from_secs(1))
         .keep_alive_timeout(std::time::Duration::from_secs(3));
     Ok(endpoint.connect_lazy())
