@@ -24,10 +24,13 @@
 //! Errors become ErrorResponses here and only here (STYLE §7): a
 //! [`FrontendError`](crate::frontend::FrontendError) keeps its SQLSTATE,
 //! message, detail and hint. A connection's task only ever ends its own
-//! connection; the accept loop outlives any client.
+//! connection; the accept loop outlives any client. A frame that cannot be
+//! decoded ends its connection with a FATAL `08P01` and one log line
+//! (`frames.rs`).
 
 mod conn;
 mod extended;
+mod frames;
 mod results;
 mod simple;
 mod value;
@@ -54,6 +57,7 @@ pub async fn serve(
     factory: Arc<dyn SessionFactory>,
     shutdown: impl Future<Output = ()>,
 ) {
+    frames::install_quiet_hook();
     let server = Arc::new(conn::Server::new(factory));
     tokio::pin!(shutdown);
     loop {
@@ -63,19 +67,13 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let handlers = conn::Handlers::new(server.clone());
-                    let connection = pgwire::tokio::process_socket(socket, None, handlers);
                     tokio::spawn(async move {
-                        // pgwire's message decoders panic on some truncated
-                        // messages (a Bind shorter than its parameter counts
-                        // say): that must end this connection only.
-                        match AssertUnwindSafe(connection).catch_unwind().await {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, error = %e, "connection closed with an error");
-                            }
-                            Err(_) => {
-                                tracing::warn!(%peer, "dropped a connection that sent a malformed message");
-                            }
+                        // Bad frames are handled in `frames`; this catches a
+                        // panic in a handler, which must end this connection
+                        // only.
+                        let connection = frames::serve_connection(socket, peer, handlers);
+                        if AssertUnwindSafe(connection).catch_unwind().await.is_err() {
+                            tracing::error!(%peer, "a connection's handler panicked");
                         }
                     });
                 }
