@@ -10,6 +10,7 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{
     ClientInfo, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
@@ -62,6 +63,7 @@ impl Handlers {
             server,
             parser: Arc::new(Parser::new(session.clone())),
             session,
+            copy: parking_lot::Mutex::new(None),
         }))
     }
 }
@@ -78,6 +80,10 @@ impl PgWireServerHandlers for Handlers {
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.0.clone()
     }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.0.clone()
+    }
 }
 
 /// One client connection: implements pgwire's startup, simple-query and
@@ -87,6 +93,8 @@ pub(super) struct Connection {
     session: SessionSlot,
     /// Runs Parse: describes the statement through the same session.
     pub(super) parser: Arc<Parser>,
+    /// The `COPY … FROM STDIN` waiting for its data, if any.
+    pub(super) copy: parking_lot::Mutex<Option<super::copy::PendingCopy>>,
 }
 
 impl Connection {

@@ -29,6 +29,7 @@
 //! (`frames.rs`).
 
 mod conn;
+mod copy;
 mod extended;
 mod frames;
 mod results;

@@ -74,6 +74,19 @@ pub enum BoundStatement {
         table: Arc<RelationDesc>,
         filter: Option<Expr>,
     },
+    /// `COPY table [(cols)] FROM STDIN`: `columns` are the table columns
+    /// the fields of each line go to.
+    CopyFrom {
+        table: Arc<RelationDesc>,
+        columns: Vec<usize>,
+        options: super::CopyOptions,
+    },
+    /// `COPY {table | (query)} TO STDOUT`.
+    CopyTo {
+        plan: LogicalPlan,
+        names: Vec<String>,
+        options: super::CopyOptions,
+    },
     Flush,
     /// `SET name = value` / `SET name TO DEFAULT` (`value: None`).
     SetVariable {

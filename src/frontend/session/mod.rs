@@ -5,6 +5,7 @@
 //! (INSERT, UPDATE, DELETE), `show` (SHOW, EXPLAIN) and `vars` (session
 //! variables and system parameters).
 
+mod copy;
 mod ddl;
 mod dml;
 mod show;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use super::{FrontendError, Session, SessionFactory, StatementResult};
+use super::{CopyIn, FrontendError, Session, SessionFactory, StatementResult};
 use crate::batch::{self, BatchError, ScanSource};
 use crate::common::{DataType, Datum, Field, Row, ScalarValue};
 use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
@@ -298,6 +299,16 @@ impl LocalSession {
                 let rows = batch::execute(&plan, &scan)?;
                 Ok(rows_result(query_fields(&plan, names), rows))
             }
+            BoundStatement::CopyFrom {
+                table,
+                columns,
+                options,
+            } => Ok(Self::copy_from(table, columns, options)),
+            BoundStatement::CopyTo {
+                plan,
+                names,
+                options,
+            } => self.copy_to(&plan, names, &options).await,
             BoundStatement::CreateTable {
                 name,
                 columns,
@@ -399,13 +410,24 @@ impl Session for LocalSession {
             return (vec![StatementResult::Empty], None);
         }
         let mut results = Vec::new();
-        for s in &stmts {
+        for (i, s) in stmts.iter().enumerate() {
             match self.execute(s, &ParamContext::default()).await {
+                Ok(StatementResult::CopyIn(_)) if i + 1 < stmts.len() => {
+                    let e = FrontendError::new(
+                        "0A000",
+                        "COPY FROM STDIN must be the last statement of a query string",
+                    );
+                    return (results, Some(e));
+                }
                 Ok(r) => results.push(r),
                 Err(e) => return (results, Some(e)),
             }
         }
         (results, None)
+    }
+
+    async fn copy_in(&self, copy: CopyIn, data: Vec<u8>) -> Result<StatementResult, FrontendError> {
+        self.apply_copy(copy, data).await
     }
 
     async fn describe(

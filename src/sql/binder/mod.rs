@@ -16,6 +16,7 @@
 //! `varchar` when nothing says otherwise. The context-inferred types of
 //! parameters are what [`describe`] reports to the extended protocol.
 
+mod copy;
 mod ddl;
 mod dml;
 mod expr;
@@ -38,6 +39,7 @@ use crate::planner::logical::LogicalPlan;
 
 use super::{BoundStatement, ParamContext, SqlError, SqlResult, Statement};
 
+pub use copy::{CopyFormat, CopyOptions};
 pub use types::data_type_from_ast;
 
 /// Bind one statement. With `params.values` set, `$n` placeholders are
@@ -168,6 +170,14 @@ impl<'a> Binder<'a> {
                 ..
             } => self.bind_drop(*object_type, *if_exists, names, *cascade),
             S::Insert(ins) => self.bind_insert(ins),
+            S::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                ..
+            } => self.bind_copy(source, *to, target, options, legacy_options),
             S::Update(up) => self.bind_update(up),
             S::Delete(del) => self.bind_delete(del),
             S::Explain {
