@@ -20,6 +20,7 @@ pub mod service;
 pub mod store;
 pub mod system;
 pub mod versions;
+mod views;
 pub mod workers;
 
 pub use service::{Meta, MetaConfig};

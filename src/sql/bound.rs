@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::common::{DataType, Datum};
 use crate::expr::Expr;
-use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind};
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use crate::planner::logical::LogicalPlan;
 
 /// A parallelism a user asked for.
@@ -48,6 +48,16 @@ pub enum BoundStatement {
         /// The query text after `AS`.
         definition: String,
         with_options: BTreeMap<String, String>,
+        if_not_exists: bool,
+    },
+    /// `CREATE VIEW name [(cols)] AS query`: stored as its query text.
+    CreateView {
+        name: String,
+        columns: Vec<ColumnDesc>,
+        definition: String,
+        /// Relations the query names directly (tables, MVs, views): a view
+        /// depends on them.
+        upstreams: Vec<TableId>,
         if_not_exists: bool,
     },
     Drop {
@@ -97,6 +107,11 @@ pub enum BoundStatement {
         name: String,
     },
     ShowAll,
+    /// `SHOW CREATE …`: the relation's name and a statement creating it.
+    ShowCreate {
+        name: String,
+        sql: String,
+    },
     ShowCluster,
     ShowFragments {
         name: Option<String>,

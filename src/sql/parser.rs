@@ -53,6 +53,11 @@ pub enum Statement {
     ShowFragments { name: Option<String> },
     /// `SHOW ACTORS [FOR name]`
     ShowActors { name: Option<String> },
+    /// `SHOW CREATE {TABLE | MATERIALIZED VIEW | VIEW} name`
+    ShowCreate {
+        kind: crate::meta::catalog::RelationKind,
+        name: String,
+    },
 }
 
 /// Split `sql` into statements and parse each.
@@ -117,6 +122,21 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             p.next_token();
             p.next_token();
             Ok(Some(Statement::ShowCluster))
+        }
+        (Some("SHOW"), Some("CREATE")) => {
+            use crate::meta::catalog::RelationKind;
+            let (kind, words) = match (peek_word(p, 2).as_deref(), peek_word(p, 3).as_deref()) {
+                (Some("TABLE"), _) => (RelationKind::Table, 3),
+                (Some("VIEW"), _) => (RelationKind::View, 3),
+                (Some("MATERIALIZED"), Some("VIEW")) => (RelationKind::MaterializedView, 4),
+                // SHOW CREATE FUNCTION and the like: sqlparser's.
+                _ => return Ok(None),
+            };
+            for _ in 0..words {
+                p.next_token();
+            }
+            let name = object_name(p)?;
+            Ok(Some(Statement::ShowCreate { kind, name }))
         }
         (Some("SHOW"), Some(w @ ("FRAGMENTS" | "ACTORS"))) => {
             let fragments = w == "FRAGMENTS";

@@ -335,6 +335,20 @@ impl LocalSession {
                 }
                 Ok(command("CREATE MATERIALIZED VIEW"))
             }
+            BoundStatement::CreateView {
+                name,
+                columns,
+                definition,
+                upstreams,
+                if_not_exists,
+            } => {
+                if !self.name_taken(&name, if_not_exists)? {
+                    self.meta
+                        .create_view(name, columns, definition, upstreams)
+                        .await?;
+                }
+                Ok(command("CREATE VIEW"))
+            }
             BoundStatement::Drop {
                 kind,
                 name,
@@ -363,6 +377,13 @@ impl LocalSession {
             BoundStatement::ShowVariable { name } => self.show_var(name),
             BoundStatement::ShowAll => Ok(self.show_all()),
             BoundStatement::ShowCluster => Ok(self.show_cluster()),
+            BoundStatement::ShowCreate { name, sql } => Ok(rows_result(
+                fields(&[
+                    ("Name", DataType::Varchar),
+                    ("Create Sql", DataType::Varchar),
+                ]),
+                vec![vec![text(name), text(sql)]],
+            )),
             BoundStatement::ShowFragments { name } => self.show_fragments(name),
             BoundStatement::ShowActors { name } => self.show_actors(name),
             BoundStatement::Explain { inner } => self.explain(*inner),

@@ -341,6 +341,29 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                 ]
             })
             .collect(),
+        (_, "pg_views") => by_kind(RelationKind::View)
+            .map(|r| {
+                vec![
+                    text("public"),
+                    text(r.name.as_str()),
+                    text(user),
+                    text(format!(" {};", r.definition.clone().unwrap_or_default())),
+                ]
+            })
+            .collect(),
+        ("information_schema", "views") => by_kind(RelationKind::View)
+            .map(|r| {
+                vec![
+                    text(db),
+                    text("public"),
+                    text(r.name.as_str()),
+                    text(r.definition.clone().unwrap_or_default()),
+                    text("NONE"),
+                    text("NO"),
+                    text("NO"),
+                ]
+            })
+            .collect(),
         (_, "pg_tablespace") => vec![
             vec![int(1663), text("pg_default"), int(ROLE_OID)],
             vec![int(1664), text("pg_global"), int(ROLE_OID)],
@@ -446,8 +469,7 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                     .collect::<Vec<_>>()
             })
             .collect(),
-        // pg_views, information_schema.views (ebbflow has no plain views
-        // yet), pg_description, pg_attrdef, pg_inherits.
+        // pg_description, pg_attrdef, pg_inherits: always empty.
         _ => vec![],
     }
 }

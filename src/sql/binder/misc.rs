@@ -186,6 +186,16 @@ impl Binder<'_> {
                 value: value.clone(),
             },
             Statement::ShowCluster => BoundStatement::ShowCluster,
+            Statement::ShowCreate { kind, name } => {
+                let rel = self.named_relation(name)?;
+                if rel.kind != *kind {
+                    return Err(wrong_kind(&rel.name, *kind, rel.kind, "SHOW CREATE"));
+                }
+                BoundStatement::ShowCreate {
+                    name: rel.name.clone(),
+                    sql: super::view::create_sql(&rel),
+                }
+            }
             Statement::ShowFragments { name } | Statement::ShowActors { name } => {
                 if let Some(n) = name {
                     let rel = self.named_relation(n)?;

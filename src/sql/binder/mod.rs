@@ -30,6 +30,7 @@ mod select;
 #[cfg(test)]
 mod tests;
 mod types;
+mod view;
 
 use std::collections::HashMap;
 
@@ -124,6 +125,10 @@ pub(super) struct Binder<'a> {
     /// Binding the query of a materialized view: functions whose value
     /// depends on when they run (`now()`) are refused.
     streaming: bool,
+    /// Views bound so far (a new view depends on them).
+    views_used: Vec<crate::meta::catalog::TableId>,
+    /// How many views deep the binder is.
+    view_depth: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -134,6 +139,8 @@ impl<'a> Binder<'a> {
             param_types: Vec::new(),
             ctes: Vec::new(),
             streaming: false,
+            views_used: Vec::new(),
+            view_depth: 0,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },
