@@ -129,4 +129,11 @@ pub trait Session: Send + Sync {
 /// Creates a session per connection.
 pub trait SessionFactory: Send + Sync + 'static {
     fn new_session(&self, user: &str, database: &str) -> std::sync::Arc<dyn Session>;
+
+    /// The SCRAM-SHA-256 verifier of `user`'s password, if it has one
+    /// (see `pgwire::auth` for who may connect without).
+    fn password_verifier(&self, user: &str) -> Option<String> {
+        let _ = user;
+        None
+    }
 }

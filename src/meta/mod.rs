@@ -19,6 +19,7 @@ pub mod scale;
 pub mod service;
 pub mod store;
 pub mod system;
+pub mod users;
 pub mod versions;
 mod views;
 pub mod workers;

@@ -28,6 +28,7 @@
 //! decoded ends its connection with a FATAL `08P01` and one log line
 //! (`frames.rs`).
 
+pub mod auth;
 mod conn;
 mod copy;
 mod extended;
@@ -59,7 +60,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     frames::install_quiet_hook();
-    let server = Arc::new(conn::Server::new(factory));
+    // See `auth`: passwordless users are trusted only on loopback.
+    let trust = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+    let server = Arc::new(conn::Server::new(factory, trust));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

@@ -107,6 +107,21 @@ pub enum BoundStatement {
         name: String,
     },
     ShowAll,
+    /// `CREATE USER`; the password in plaintext only until meta hashes it.
+    CreateUser {
+        name: String,
+        password: Option<String>,
+        if_not_exists: bool,
+    },
+    /// `ALTER USER name [WITH] PASSWORD {'…' | NULL}`.
+    AlterUserPassword {
+        name: String,
+        password: Option<String>,
+    },
+    DropUser {
+        name: String,
+        if_exists: bool,
+    },
     /// `SHOW CREATE …`: the relation's name and a statement creating it.
     ShowCreate {
         name: String,

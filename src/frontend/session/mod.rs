@@ -228,6 +228,11 @@ impl SessionFactory for LocalSessionFactory {
             unflushed: Mutex::new(None),
         })
     }
+
+    fn password_verifier(&self, user: &str) -> Option<String> {
+        let user = if user.is_empty() { "root" } else { user };
+        self.meta.user_verifier(user)
+    }
 }
 
 fn command(tag: impl Into<String>) -> StatementResult {
@@ -377,6 +382,27 @@ impl LocalSession {
             BoundStatement::ShowVariable { name } => self.show_var(name),
             BoundStatement::ShowAll => Ok(self.show_all()),
             BoundStatement::ShowCluster => Ok(self.show_cluster()),
+            BoundStatement::CreateUser {
+                name,
+                password,
+                if_not_exists,
+            } => {
+                let exists = self.meta.user_names().contains(&name);
+                if !(exists && if_not_exists) {
+                    self.meta.create_user(&name, password.as_deref()).await?;
+                }
+                Ok(command("CREATE ROLE"))
+            }
+            BoundStatement::AlterUserPassword { name, password } => {
+                self.meta
+                    .set_user_password(&name, password.as_deref())
+                    .await?;
+                Ok(command("ALTER ROLE"))
+            }
+            BoundStatement::DropUser { name, if_exists } => {
+                self.meta.drop_user(&name, if_exists).await?;
+                Ok(command("DROP ROLE"))
+            }
             BoundStatement::ShowCreate { name, sql } => Ok(rows_result(
                 fields(&[
                     ("Name", DataType::Varchar),

@@ -170,6 +170,20 @@ impl<'a> Binder<'a> {
             S::CreateTable(ct) => self.bind_create_table(ct),
             S::CreateView(cv) => self.bind_create_view(cv),
             S::Drop {
+                object_type: sqlparser::ast::ObjectType::User | sqlparser::ast::ObjectType::Role,
+                if_exists,
+                names,
+                ..
+            } => match names.as_slice() {
+                [name] => Ok(BoundStatement::DropUser {
+                    name: crate::sql::parser::object_name_to_string(name),
+                    if_exists: *if_exists,
+                }),
+                _ => Err(SqlError::unsupported(
+                    "dropping several users in one statement",
+                )),
+            },
+            S::Drop {
                 object_type,
                 if_exists,
                 names,
@@ -177,6 +191,7 @@ impl<'a> Binder<'a> {
                 ..
             } => self.bind_drop(*object_type, *if_exists, names, *cascade),
             S::Insert(ins) => self.bind_insert(ins),
+            S::AlterRole { name, operation } => misc::bind_alter_user(name, operation),
             S::Copy {
                 source,
                 to,
