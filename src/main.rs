@@ -61,6 +61,11 @@ struct PlaygroundArgs {
     /// Interval between checkpoint barriers.
     #[arg(long, default_value_t = 250)]
     barrier_interval_ms: u64,
+    /// Prometheus metrics (`GET /metrics`). Default 127.0.0.1:1250, skipped
+    /// with a warning when that port is taken; an address given here must
+    /// bind.
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for PlaygroundArgs {
@@ -77,6 +82,7 @@ impl Default for PlaygroundArgs {
             compute_nodes: 2,
             parallel_units: 2,
             barrier_interval_ms: 250,
+            metrics_listen: None,
         }
     }
 }
@@ -129,6 +135,7 @@ async fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         barrier_interval_ms: args.barrier_interval_ms,
     })
     .await?;
+    ebbflow::metrics::start(args.metrics_listen, handle.meta.clone()).await?;
     println!(
         "ebbflow is listening on {} — connect with: psql -h {} -p {} -d dev -U root",
         handle.addr,

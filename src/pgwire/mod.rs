@@ -72,6 +72,7 @@ pub async fn serve(
                 Ok((socket, peer)) => {
                     let handlers = conn::Handlers::new(server.clone());
                     tokio::spawn(async move {
+                        let _session = crate::metrics::session_opened();
                         // Bad frames are handled in `frames`; this catches a
                         // panic in a handler, which must end this connection
                         // only.
