@@ -1,6 +1,7 @@
 //! Protocol fuzzing against the real server: thousands of random and
 //! truncated frames from raw sockets, at every protocol state (the first
-//! packet, after startup, in the middle of an extended-query exchange).
+//! packet, after startup, in the middle of an extended-query exchange, in
+//! COPY FROM STDIN).
 //!
 //! What must hold: every bad connection ends (the server never waits on
 //! it forever), the server logs at most one line per bad connection and
@@ -30,6 +31,8 @@ enum State {
     Ready,
     /// After Parse and Bind, before Sync.
     MidExtended,
+    /// In COPY FROM STDIN (CopyInResponse seen).
+    CopyIn,
 }
 
 fn cstr(s: &str) -> Vec<u8> {
@@ -172,6 +175,11 @@ async fn drain(socket: &mut TcpStream, limit: Duration) -> (bool, Vec<u8>) {
 
 /// Wait for ReadyForQuery after a startup packet.
 async fn until_ready(socket: &mut TcpStream) -> Result<(), String> {
+    until_type(socket, b'Z').await
+}
+
+/// Read messages until one of type `want`.
+async fn until_type(socket: &mut TcpStream, want: u8) -> Result<(), String> {
     let wait = async {
         loop {
             let ty = socket.read_u8().await.map_err(|e| e.to_string())?;
@@ -181,14 +189,17 @@ async fn until_ready(socket: &mut TcpStream) -> Result<(), String> {
                 .read_exact(&mut body)
                 .await
                 .map_err(|e| e.to_string())?;
-            if ty == b'Z' {
+            if ty == want {
                 return Ok(());
+            }
+            if ty == b'E' {
+                return Err(format!("error while waiting for {}", want as char));
             }
         }
     };
     tokio::time::timeout(Duration::from_secs(20), wait)
         .await
-        .map_err(|_| "no ReadyForQuery".to_owned())?
+        .map_err(|_| format!("no {} message", want as char))?
 }
 
 /// One bad connection: reach `state`, send garbage, half-close, and wait
@@ -205,6 +216,13 @@ async fn bad_connection(port: u16, state: State, seed: u64) -> Result<(), String
             .await
             .map_err(|e| e.to_string())?;
         until_ready(&mut socket).await?;
+    }
+    if matches!(state, State::CopyIn) {
+        socket
+            .write_all(&frame(b'Q', &cstr("copy fuzz_sink from stdin")))
+            .await
+            .map_err(|e| e.to_string())?;
+        until_type(&mut socket, b'G').await?;
     }
     if matches!(state, State::MidExtended) {
         socket
@@ -269,12 +287,23 @@ fn random_and_truncated_frames_close_only_their_connection() {
             .simple_query("create table fuzz_t (k int primary key, v varchar)")
             .await
             .expect("create table");
+        // What bad connections in COPY may write to (garbage can end with
+        // a valid CopyDone).
+        bystander
+            .simple_query("create table fuzz_sink (k int, v varchar)")
+            .await
+            .expect("create sink");
         let stmt = bystander
             .prepare("insert into fuzz_t values ($1, $2)")
             .await
             .expect("prepare");
 
-        let states = [State::Startup, State::Ready, State::MidExtended];
+        let states = [
+            State::Startup,
+            State::Ready,
+            State::MidExtended,
+            State::CopyIn,
+        ];
         let per_batch = 150u64;
         let mut total = 0u64;
         for round in 0..rounds {
@@ -283,7 +312,7 @@ fn random_and_truncated_frames_close_only_their_connection() {
             let mark = server.log.mark();
             let mut tasks = tokio::task::JoinSet::new();
             for i in 0..per_batch {
-                let state = states[(i % 3) as usize];
+                let state = states[(i % states.len() as u64) as usize];
                 let s = seed
                     .wrapping_mul(6_364_136_223_846_793_005)
                     .wrapping_add(round * per_batch + i);
