@@ -69,6 +69,15 @@ fn scram_logins_and_persisted_verifiers() {
             .await
             .expect("if not exists");
 
+        let roles: Vec<String> = root
+            .query("select rolname::varchar from pg_roles order by oid", &[])
+            .await
+            .expect("pg_roles")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(roles, ["root", "alice", "bob"]);
+
         let alice = login(server.port, "alice", Some("Wonder-land 1"))
             .await
             .expect("alice logs in");
