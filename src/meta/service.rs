@@ -215,8 +215,7 @@ pub(super) struct PersistedMeta {
     next_unit_id: UnitId,
     #[serde(default)]
     params: SystemParams,
-    #[serde(default)]
-    users: BTreeMap<String, super::users::UserEntry>,
+    users: Option<BTreeMap<String, super::users::UserEntry>>,
 }
 
 impl MetaState {
@@ -234,7 +233,7 @@ impl MetaState {
             next_worker_id: self.next_worker_id,
             next_unit_id: self.next_unit_id,
             params: self.params.clone(),
-            users: self.users.clone(),
+            users: Some(self.users.clone()),
         };
         bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
     }
@@ -248,7 +247,7 @@ impl MetaState {
         self.next_actor_id = p.next_actor_id;
         self.scale_history = p.scale_history;
         self.params = p.params;
-        self.users = p.users;
+        self.users = p.users.unwrap_or_default();
         self.next_worker_id = self.next_worker_id.max(p.next_worker_id);
         self.next_unit_id = self.next_unit_id.max(p.next_unit_id);
         crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(
