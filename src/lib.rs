@@ -73,6 +73,8 @@ pub mod frontend;
 pub mod lsm;
 /// Meta: catalog, cluster, placement, barrier manager.
 pub mod meta;
+/// Prometheus metrics and their `/metrics` endpoint.
+pub mod metrics;
 /// The PostgreSQL wire protocol server.
 pub mod pgwire;
 /// Logical plans and the stream planner that cuts them into fragments.

@@ -69,6 +69,10 @@ struct MetaArgs {
     /// How often the garbage collector runs.
     #[arg(long, default_value_t = 30_000)]
     gc_interval_ms: u64,
+    /// Address of the Prometheus endpoint (`/metrics`); default
+    /// 127.0.0.1:1250, skipped with a warning when that port is taken.
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
 }
 
 #[derive(clap::Args, Clone)]
@@ -126,6 +130,11 @@ struct PlaygroundArgs {
     /// Interval between checkpoint barriers.
     #[arg(long, default_value_t = 250)]
     barrier_interval_ms: u64,
+    /// Prometheus metrics (`GET /metrics`). Default 127.0.0.1:1250, skipped
+    /// with a warning when that port is taken; an address given here must
+    /// bind.
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for PlaygroundArgs {
@@ -142,6 +151,7 @@ impl Default for PlaygroundArgs {
             compute_nodes: 2,
             parallel_units: 2,
             barrier_interval_ms: 250,
+            metrics_listen: None,
         }
     }
 }
@@ -196,6 +206,7 @@ async fn run_playground(args: PlaygroundArgs) -> anyhow::Result<()> {
         cluster: None,
     })
     .await?;
+    ebbflow::metrics::start(args.metrics_listen, handle.meta.clone()).await?;
     serve_until_signal(handle).await
 }
 
@@ -220,6 +231,7 @@ async fn run_meta(args: MetaArgs) -> anyhow::Result<()> {
     if let Some(rpc) = handle.rpc_addr {
         println!("ebbflow meta: compute processes register at {rpc}");
     }
+    ebbflow::metrics::start(args.metrics_listen, handle.meta.clone()).await?;
     serve_until_signal(handle).await
 }
 

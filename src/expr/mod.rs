@@ -22,6 +22,7 @@ use crate::common::{DataType, Datum};
 pub use agg::{create_accumulator, Accumulator, AggCall, AggKind};
 pub use build::{agg_return_type, build_cast, build_func, common_type, Func};
 pub use cast::cast_value;
+pub use string::quote_ident;
 
 /// An error raised while building or evaluating an expression.
 #[derive(Debug, Clone, thiserror::Error)]

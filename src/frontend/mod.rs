@@ -1,6 +1,7 @@
 //! The frontend: a session runs statements (parse → bind → plan → meta or
 //! batch engine) and returns results in pgwire-neutral form.
 
+pub mod copy;
 pub mod server;
 pub mod session;
 #[cfg(test)]
@@ -25,6 +26,28 @@ pub enum StatementResult {
     Command { tag: String },
     /// An empty query string.
     Empty,
+    /// `COPY … FROM STDIN`: the session waits for the client's data, which
+    /// goes to [`Session::copy_in`] with this.
+    CopyIn(CopyIn),
+    /// `COPY … TO STDOUT`: the output, one line (with its newline) a
+    /// message; a header line first when asked for.
+    CopyOut {
+        columns: usize,
+        lines: Vec<String>,
+        /// `COPY n` (n counts rows, not the header).
+        tag: String,
+    },
+}
+
+/// A `COPY … FROM STDIN` waiting for its data.
+#[derive(Debug, Clone)]
+pub struct CopyIn {
+    /// How many columns each row has (for CopyInResponse).
+    pub columns: usize,
+    pub(crate) table: std::sync::Arc<crate::meta::catalog::RelationDesc>,
+    /// The table column each field of a row goes to, in order.
+    pub(crate) targets: Vec<usize>,
+    pub(crate) options: crate::sql::CopyOptions,
 }
 
 /// An error for the client: SQLSTATE, message, optional detail and hint.
@@ -91,9 +114,26 @@ pub trait Session: Send + Sync {
         sql: &str,
         params: ParamContext,
     ) -> Result<StatementResult, FrontendError>;
+
+    /// Apply the data of a `COPY … FROM STDIN` that returned
+    /// [`StatementResult::CopyIn`]: every row or none, as one statement.
+    async fn copy_in(&self, copy: CopyIn, data: Vec<u8>) -> Result<StatementResult, FrontendError> {
+        let _ = (copy, data);
+        Err(FrontendError::new(
+            "0A000",
+            "COPY FROM STDIN is not supported",
+        ))
+    }
 }
 
 /// Creates a session per connection.
 pub trait SessionFactory: Send + Sync + 'static {
     fn new_session(&self, user: &str, database: &str) -> std::sync::Arc<dyn Session>;
+
+    /// The SCRAM-SHA-256 verifier of `user`'s password, if it has one
+    /// (see `pgwire::auth` for who may connect without).
+    fn password_verifier(&self, user: &str) -> Option<String> {
+        let _ = user;
+        None
+    }
 }

@@ -129,6 +129,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "state loaded"
     );
+    crate::pgwire::auth::check_listen(config.listen, meta.any_password())?;
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;

@@ -393,6 +393,7 @@ impl BarrierManager {
                     "barrier committed"
                 );
                 let _ = self.committed.send(prev);
+                crate::metrics::barrier_committed(prev, started.elapsed());
                 Ok(prev)
             }
             Err(e) => {

@@ -13,6 +13,9 @@ pub type TableId = u32;
 pub enum RelationKind {
     Table,
     MaterializedView,
+    /// A plain view: no state of its own; its query (`definition`) is
+    /// bound in place wherever the view is named.
+    View,
     /// A relation of `rw_catalog` (or `pg_catalog`/`information_schema`)
     /// computed from meta on each read.
     System,
@@ -23,6 +26,7 @@ impl RelationKind {
         match self {
             RelationKind::Table => "table",
             RelationKind::MaterializedView => "materialized view",
+            RelationKind::View => "view",
             RelationKind::System => "system catalog",
         }
     }

@@ -286,7 +286,8 @@ impl Meta {
                         ),
                     );
                     e.hint = Some(format!(
-                        "materialized view {} depends on it; use DROP ... CASCADE to drop the dependent objects too",
+                        "{} {} depends on it; use DROP ... CASCADE to drop the dependent objects too",
+                        deps[0].desc.kind.name(),
                         deps[0].desc.name
                     ));
                     return Err(e);

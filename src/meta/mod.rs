@@ -21,7 +21,9 @@ pub mod scale;
 pub mod service;
 pub mod store;
 pub mod system;
+pub mod users;
 pub mod versions;
+mod views;
 pub mod workers;
 
 pub use service::{Meta, MetaConfig};

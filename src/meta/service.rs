@@ -112,6 +112,7 @@ pub struct MetaState {
     /// `rw_scale_history`.
     pub scale_history: Vec<ScaleRecord>,
     pub params: SystemParams,
+    pub users: BTreeMap<String, super::users::UserEntry>,
 }
 
 /// One scale or reschedule operation, as `rw_scale_history` shows it.
@@ -219,6 +220,7 @@ pub(super) struct PersistedMeta {
     next_unit_id: UnitId,
     #[serde(default)]
     params: SystemParams,
+    users: Option<BTreeMap<String, super::users::UserEntry>>,
 }
 
 impl MetaState {
@@ -236,6 +238,7 @@ impl MetaState {
             next_worker_id: self.next_worker_id,
             next_unit_id: self.next_unit_id,
             params: self.params.clone(),
+            users: Some(self.users.clone()),
         };
         bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
     }
@@ -249,6 +252,7 @@ impl MetaState {
         self.next_actor_id = p.next_actor_id;
         self.scale_history = p.scale_history;
         self.params = p.params;
+        self.users = p.users.unwrap_or_default();
         self.next_worker_id = self.next_worker_id.max(p.next_worker_id);
         self.next_unit_id = self.next_unit_id.max(p.next_unit_id);
         crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(

@@ -10,6 +10,7 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{
     ClientInfo, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
@@ -30,13 +31,16 @@ pub(super) struct Server {
     /// Process ids and secret keys for BackendKeyData. Cancel requests are
     /// accepted and ignored, but clients expect the key.
     pids: RandomPidSecretKeyGenerator,
+    /// Whether users without a password may connect (loopback listener).
+    trust_passwordless: bool,
 }
 
 impl Server {
-    pub(super) fn new(factory: Arc<dyn SessionFactory>) -> Self {
+    pub(super) fn new(factory: Arc<dyn SessionFactory>, trust_passwordless: bool) -> Self {
         Server {
             factory,
             pids: RandomPidSecretKeyGenerator::default(),
+            trust_passwordless,
         }
     }
 }
@@ -62,6 +66,8 @@ impl Handlers {
             server,
             parser: Arc::new(Parser::new(session.clone())),
             session,
+            copy: parking_lot::Mutex::new(None),
+            scram: parking_lot::Mutex::new(None),
         }))
     }
 }
@@ -78,6 +84,10 @@ impl PgWireServerHandlers for Handlers {
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.0.clone()
     }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.0.clone()
+    }
 }
 
 /// One client connection: implements pgwire's startup, simple-query and
@@ -87,6 +97,10 @@ pub(super) struct Connection {
     session: SessionSlot,
     /// Runs Parse: describes the statement through the same session.
     pub(super) parser: Arc<Parser>,
+    /// The `COPY … FROM STDIN` waiting for its data, if any.
+    pub(super) copy: parking_lot::Mutex<Option<super::copy::PendingCopy>>,
+    /// The SCRAM exchange of a user with a password, during startup.
+    scram: parking_lot::Mutex<Option<super::auth::Scram>>,
 }
 
 impl Connection {
@@ -153,8 +167,26 @@ impl StartupHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let PgWireFrontendMessage::Startup(startup) = message else {
-            return Ok(());
+        let startup = match message {
+            PgWireFrontendMessage::Startup(startup) => startup,
+            PgWireFrontendMessage::PasswordMessageFamily(m) => {
+                let user = client
+                    .metadata()
+                    .get(METADATA_USER)
+                    .cloned()
+                    .unwrap_or_default();
+                let Some(state) = self.scram.lock().take() else {
+                    return Err(super::auth::auth_failed(&user));
+                };
+                return match super::auth::step(client, &user, state, m).await? {
+                    Some(next) => {
+                        *self.scram.lock() = Some(next);
+                        Ok(())
+                    }
+                    None => self.open_session(client, user).await,
+                };
+            }
+            _ => return Ok(()),
         };
         protocol_negotiation(client, &startup).await?;
         save_startup_parameters_to_metadata(client, &startup);
@@ -167,6 +199,29 @@ impl StartupHandler for Connection {
             info.severity_nonlocalized = Some("FATAL".to_owned());
             return Err(PgWireError::UserError(Box::new(info)));
         };
+        match self.server.factory.password_verifier(&user) {
+            Some(verifier) => {
+                let state = super::auth::start(client, &user, &verifier).await?;
+                *self.scram.lock() = Some(state);
+                return Ok(());
+            }
+            None if !self.server.trust_passwordless => {
+                return Err(super::auth::auth_failed(&user));
+            }
+            None => {}
+        }
+        self.open_session(client, user).await
+    }
+}
+
+impl Connection {
+    /// Authenticated: the session, BackendKeyData, parameters, ready.
+    async fn open_session<C>(&self, client: &mut C, user: String) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
         let database = client
             .metadata()
             .get(METADATA_DATABASE)

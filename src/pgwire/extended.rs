@@ -23,10 +23,11 @@ use pgwire::messages::response::{CommandComplete, EmptyQueryResponse};
 use pgwire::messages::PgWireBackendMessage;
 
 use super::conn::{session_of, user_error, Connection, SessionSlot};
+use super::copy::{send_copy_out, start_copy_in};
 use super::results::{completion_tag, field_infos, into_response, pg_type, row_description};
 use super::value::{decode_param, resolve_formats, Format};
 use crate::common::{DataType, Datum, Field};
-use crate::frontend::FrontendError;
+use crate::frontend::{FrontendError, StatementResult};
 use crate::sql::ParamContext;
 
 /// The type a client declared for a parameter in Parse; `None` (OID 0 or
@@ -359,9 +360,25 @@ impl ExtendedQueryHandler for Connection {
         let not_started = matches!(*state.lock().await, PortalExecutionState::Initial);
         if not_started {
             client.set_state(PgWireConnectionState::QueryInProgress);
-            let response = ExtendedQueryHandler::do_query(self, client, &portal, max_rows).await;
+            let result = self.run_portal(&portal).await;
             client.set_state(PgWireConnectionState::ReadyForQuery);
-            match response? {
+            let response = match result? {
+                StatementResult::CopyIn(c) => {
+                    *state.lock().await = PortalExecutionState::Finished;
+                    return start_copy_in(self, client, c, true).await;
+                }
+                StatementResult::CopyOut {
+                    columns,
+                    lines,
+                    tag,
+                } => {
+                    *state.lock().await = PortalExecutionState::Finished;
+                    return send_copy_out(client, columns, lines, tag).await;
+                }
+                other => into_response(other, &format_codes(&portal.result_column_format))
+                    .map_err(user_error)?,
+            };
+            match response {
                 Response::Query(rows) => portal.start(rows).await,
                 Response::Execution(tag) => {
                     // Executing the portal again must not repeat the command.
@@ -415,6 +432,14 @@ impl ExtendedQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let result = self.run_portal(portal).await?;
+        into_response(result, &format_codes(&portal.result_column_format)).map_err(user_error)
+    }
+}
+
+impl Connection {
+    /// Run a bound portal's statement.
+    async fn run_portal(&self, portal: &Portal<Prepared>) -> PgWireResult<StatementResult> {
         let session = self.session()?;
         let stmt: &StoredStatement<Prepared> = &portal.statement;
         let prepared = &stmt.statement;
@@ -431,10 +456,9 @@ impl ExtendedQueryHandler for Connection {
             types,
             values: Some(values),
         };
-        let result = session
+        session
             .run_extended(&prepared.sql, params)
             .await
-            .map_err(user_error)?;
-        into_response(result, &format_codes(&portal.result_column_format)).map_err(user_error)
+            .map_err(user_error)
     }
 }

@@ -24,10 +24,15 @@
 //! Errors become ErrorResponses here and only here (STYLE §7): a
 //! [`FrontendError`](crate::frontend::FrontendError) keeps its SQLSTATE,
 //! message, detail and hint. A connection's task only ever ends its own
-//! connection; the accept loop outlives any client.
+//! connection; the accept loop outlives any client. A frame that cannot be
+//! decoded ends its connection with a FATAL `08P01` and one log line
+//! (`frames.rs`).
 
+pub mod auth;
 mod conn;
+mod copy;
 mod extended;
+mod frames;
 mod results;
 mod simple;
 mod value;
@@ -54,7 +59,10 @@ pub async fn serve(
     factory: Arc<dyn SessionFactory>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let server = Arc::new(conn::Server::new(factory));
+    frames::install_quiet_hook();
+    // See `auth`: passwordless users are trusted only on loopback.
+    let trust = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+    let server = Arc::new(conn::Server::new(factory, trust));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -63,19 +71,14 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let handlers = conn::Handlers::new(server.clone());
-                    let connection = pgwire::tokio::process_socket(socket, None, handlers);
                     tokio::spawn(async move {
-                        // pgwire's message decoders panic on some truncated
-                        // messages (a Bind shorter than its parameter counts
-                        // say): that must end this connection only.
-                        match AssertUnwindSafe(connection).catch_unwind().await {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, error = %e, "connection closed with an error");
-                            }
-                            Err(_) => {
-                                tracing::warn!(%peer, "dropped a connection that sent a malformed message");
-                            }
+                        let _session = crate::metrics::session_opened();
+                        // Bad frames are handled in `frames`; this catches a
+                        // panic in a handler, which must end this connection
+                        // only.
+                        let connection = frames::serve_connection(socket, peer, handlers);
+                        if AssertUnwindSafe(connection).catch_unwind().await.is_err() {
+                            tracing::error!(%peer, "a connection's handler panicked");
                         }
                     });
                 }

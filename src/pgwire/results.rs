@@ -84,6 +84,10 @@ pub(super) fn into_response(
         }
         StatementResult::Command { tag } => Response::Execution(Tag::new(&tag)),
         StatementResult::Empty => Response::EmptyQuery,
+        // The protocol handlers answer COPY themselves (`copy.rs`).
+        StatementResult::CopyIn(_) | StatementResult::CopyOut { .. } => {
+            return Err(FrontendError::internal("COPY reached the row encoder"))
+        }
     })
 }
 

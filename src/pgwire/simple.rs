@@ -13,13 +13,16 @@ use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionS
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
 
-use super::conn::{error_info, Connection};
+use super::conn::{error_info, user_error, Connection};
+use super::copy::{send_copy_out, start_copy_in};
 use super::results::{into_response, send_rows};
+use crate::frontend::{FrontendError, StatementResult};
 
 #[async_trait]
 impl SimpleQueryHandler for Connection {
     /// pgwire's default appends the row count to every row-returning tag
-    /// (`SHOW 1`); this one sends each statement's tag as it is.
+    /// (`SHOW 1`); this one sends each statement's tag as it is, and
+    /// answers COPY itself.
     async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -31,39 +34,42 @@ impl SimpleQueryHandler for Connection {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let responses = SimpleQueryHandler::do_query(self, client, &query.query).await;
+        let session = self.session()?;
+        let (results, error) = session.run_simple(&query.query).await;
         client.set_state(PgWireConnectionState::ReadyForQuery);
-        for response in responses? {
-            match response {
-                Response::Query(rows) => send_rows(client, rows, true).await?,
-                Response::Execution(tag) => {
-                    client
-                        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
-                        .await?
-                }
-                Response::EmptyQuery => {
-                    client
-                        .feed(PgWireBackendMessage::EmptyQueryResponse(
-                            EmptyQueryResponse::new(),
-                        ))
-                        .await?
-                }
-                Response::Error(info) => {
-                    client
-                        .feed(PgWireBackendMessage::ErrorResponse((*info).into()))
-                        .await?
-                }
+        // A query string with no statement (only blanks, semicolons or
+        // comments) gets EmptyQueryResponse, as in PostgreSQL.
+        if results.is_empty() && error.is_none() {
+            send_response(client, Response::EmptyQuery).await?;
+        }
+        for result in results {
+            match result {
+                StatementResult::CopyOut {
+                    columns,
+                    lines,
+                    tag,
+                } => send_copy_out(client, columns, lines, tag).await?,
+                // Always the last result (`run_simple` sees to it), and
+                // never with an error. ReadyForQuery comes after CopyDone
+                // (pgwire's loop sends it).
+                StatementResult::CopyIn(c) => return start_copy_in(self, client, c, false).await,
                 other => {
-                    tracing::error!(?other, "unexpected response to a simple query");
+                    let response = match into_response(other, &[]) {
+                        Ok(r) => r,
+                        Err(e) => Response::Error(Box::new(error_info(e))),
+                    };
+                    let failed = matches!(response, Response::Error(_));
+                    send_response(client, response).await?;
+                    if failed {
+                        return ready(client).await;
+                    }
                 }
             }
         }
-        client
-            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
-                TransactionStatus::Idle,
-            )))
-            .await?;
-        Ok(())
+        if let Some(e) = error {
+            send_response(client, Response::Error(Box::new(error_info(e)))).await?;
+        }
+        ready(client).await
     }
 
     async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -73,26 +79,56 @@ impl SimpleQueryHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let session = self.session()?;
-        let (results, mut error) = session.run_simple(query).await;
-        let mut responses = Vec::with_capacity(results.len() + 1);
-        for result in results {
-            match into_response(result, &[]) {
-                Ok(response) => responses.push(response),
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        // A query string with no statement (only blanks, semicolons or
-        // comments) gets EmptyQueryResponse, as in PostgreSQL.
-        if responses.is_empty() && error.is_none() {
-            responses.push(Response::EmptyQuery);
-        }
-        if let Some(e) = error {
-            responses.push(Response::Error(Box::new(error_info(e))));
-        }
-        Ok(responses)
+        // Only pgwire's default `on_query` calls this, and ours replaces it.
+        let _ = query;
+        Err(user_error(FrontendError::internal(
+            "the simple query protocol runs through on_query",
+        )))
     }
+}
+
+async fn ready<C>(client: &mut C) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    client
+        .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+            TransactionStatus::Idle,
+        )))
+        .await?;
+    Ok(())
+}
+
+async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::Query(rows) => send_rows(client, rows, true).await?,
+        Response::Execution(tag) => {
+            client
+                .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                .await?
+        }
+        Response::EmptyQuery => {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?
+        }
+        Response::Error(info) => {
+            client
+                .feed(PgWireBackendMessage::ErrorResponse((*info).into()))
+                .await?
+        }
+        other => {
+            tracing::error!(?other, "unexpected response to a simple query");
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::common::{DataType, Datum};
 use crate::expr::Expr;
-use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind};
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use crate::planner::logical::LogicalPlan;
 
 /// A parallelism a user asked for.
@@ -50,6 +50,16 @@ pub enum BoundStatement {
         with_options: BTreeMap<String, String>,
         if_not_exists: bool,
     },
+    /// `CREATE VIEW name [(cols)] AS query`: stored as its query text.
+    CreateView {
+        name: String,
+        columns: Vec<ColumnDesc>,
+        definition: String,
+        /// Relations the query names directly (tables, MVs, views): a view
+        /// depends on them.
+        upstreams: Vec<TableId>,
+        if_not_exists: bool,
+    },
     Drop {
         kind: RelationKind,
         name: String,
@@ -74,6 +84,19 @@ pub enum BoundStatement {
         table: Arc<RelationDesc>,
         filter: Option<Expr>,
     },
+    /// `COPY table [(cols)] FROM STDIN`: `columns` are the table columns
+    /// the fields of each line go to.
+    CopyFrom {
+        table: Arc<RelationDesc>,
+        columns: Vec<usize>,
+        options: super::CopyOptions,
+    },
+    /// `COPY {table | (query)} TO STDOUT`.
+    CopyTo {
+        plan: LogicalPlan,
+        names: Vec<String>,
+        options: super::CopyOptions,
+    },
     Flush,
     /// `SET name = value` / `SET name TO DEFAULT` (`value: None`).
     SetVariable {
@@ -84,6 +107,26 @@ pub enum BoundStatement {
         name: String,
     },
     ShowAll,
+    /// `CREATE USER`; the password in plaintext only until meta hashes it.
+    CreateUser {
+        name: String,
+        password: Option<String>,
+        if_not_exists: bool,
+    },
+    /// `ALTER USER name [WITH] PASSWORD {'…' | NULL}`.
+    AlterUserPassword {
+        name: String,
+        password: Option<String>,
+    },
+    DropUser {
+        name: String,
+        if_exists: bool,
+    },
+    /// `SHOW CREATE …`: the relation's name and a statement creating it.
+    ShowCreate {
+        name: String,
+        sql: String,
+    },
     ShowCluster,
     ShowFragments {
         name: Option<String>,

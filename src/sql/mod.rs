@@ -6,7 +6,7 @@ pub mod binder;
 pub mod bound;
 pub mod parser;
 
-pub use binder::{bind, describe, infer_param_types};
+pub use binder::{bind, describe, infer_param_types, CopyFormat, CopyOptions};
 pub use bound::{BoundStatement, ParallelismSpec, ParamContext};
 pub use parser::{parse, Statement};
 

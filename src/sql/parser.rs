@@ -53,6 +53,19 @@ pub enum Statement {
     ShowFragments { name: Option<String> },
     /// `SHOW ACTORS [FOR name]`
     ShowActors { name: Option<String> },
+    /// `CREATE USER [IF NOT EXISTS] name [[WITH] option ...]`: of the
+    /// options only `PASSWORD {'…' | NULL}` matters (`LOGIN`, `SUPERUSER`
+    /// and the like are accepted and ignored).
+    CreateUser {
+        name: String,
+        password: Option<String>,
+        if_not_exists: bool,
+    },
+    /// `SHOW CREATE {TABLE | MATERIALIZED VIEW | VIEW} name`
+    ShowCreate {
+        kind: crate::meta::catalog::RelationKind,
+        name: String,
+    },
 }
 
 /// Split `sql` into statements and parse each.
@@ -95,6 +108,42 @@ fn parser_error(e: ParserError) -> SqlError {
     SqlError::syntax(msg)
 }
 
+/// After `CREATE USER`.
+fn parse_create_user(p: &mut Parser) -> SqlResult<Statement> {
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = object_name(p)?;
+    let _ = p.parse_keyword(Keyword::WITH);
+    let mut password = None;
+    loop {
+        match peek_word(p, 0).as_deref() {
+            Some("PASSWORD") => {
+                p.next_token();
+                password = match p.next_token().token {
+                    Token::SingleQuotedString(s) => Some(s),
+                    Token::Word(w) if w.value.eq_ignore_ascii_case("null") => None,
+                    other => {
+                        return Err(SqlError::syntax(format!(
+                            "syntax error at or near \"{other}\""
+                        )))
+                    }
+                };
+            }
+            Some(
+                "LOGIN" | "NOLOGIN" | "SUPERUSER" | "NOSUPERUSER" | "CREATEDB" | "NOCREATEDB"
+                | "CREATEROLE" | "NOCREATEROLE" | "INHERIT" | "NOINHERIT",
+            ) => {
+                p.next_token();
+            }
+            _ => break,
+        }
+    }
+    Ok(Statement::CreateUser {
+        name,
+        password,
+        if_not_exists,
+    })
+}
+
 /// The unquoted word `n` tokens ahead, upper-cased (`None` for anything else).
 fn peek_word(p: &Parser, n: usize) -> Option<String> {
     match p.peek_nth_token(n).token {
@@ -117,6 +166,26 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             p.next_token();
             p.next_token();
             Ok(Some(Statement::ShowCluster))
+        }
+        (Some("CREATE"), Some("USER")) => {
+            p.next_token();
+            p.next_token();
+            parse_create_user(p).map(Some)
+        }
+        (Some("SHOW"), Some("CREATE")) => {
+            use crate::meta::catalog::RelationKind;
+            let (kind, words) = match (peek_word(p, 2).as_deref(), peek_word(p, 3).as_deref()) {
+                (Some("TABLE"), _) => (RelationKind::Table, 3),
+                (Some("VIEW"), _) => (RelationKind::View, 3),
+                (Some("MATERIALIZED"), Some("VIEW")) => (RelationKind::MaterializedView, 4),
+                // SHOW CREATE FUNCTION and the like: sqlparser's.
+                _ => return Ok(None),
+            };
+            for _ in 0..words {
+                p.next_token();
+            }
+            let name = object_name(p)?;
+            Ok(Some(Statement::ShowCreate { kind, name }))
         }
         (Some("SHOW"), Some(w @ ("FRAGMENTS" | "ACTORS"))) => {
             let fragments = w == "FRAGMENTS";

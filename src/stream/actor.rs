@@ -145,6 +145,9 @@ impl Actor {
         chunks: Vec<StreamChunk>,
     ) -> StreamResult<()> {
         self.take_fault()?;
+        if start == 0 {
+            crate::metrics::rows_in(self.fragment_id, chunks.iter().map(StreamChunk::len).sum());
+        }
         let mut cur = chunks;
         let mut inp = input;
         for ex in &mut self.executors[start..] {
@@ -161,7 +164,9 @@ impl Actor {
             }
         }
         for c in cur {
+            let (rows, sent) = (c.len(), std::time::Instant::now());
             self.dispatch.dispatch_chunk(c).await?;
+            crate::metrics::chunk_sent(self.fragment_id, rows, sent);
         }
         Ok(())
     }

@@ -163,6 +163,7 @@ impl LocalSession {
     ) -> FResult<StatementResult> {
         let tag = match kind {
             RelationKind::Table => "DROP TABLE",
+            RelationKind::View => "DROP VIEW",
             _ => "DROP MATERIALIZED VIEW",
         };
         match self.meta.relation_by_name(name) {

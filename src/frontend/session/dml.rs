@@ -77,7 +77,7 @@ impl LocalSession {
         Ok(self.meta.scan(table).await?)
     }
 
-    async fn write(&self, table: &RelationDesc, chunk: StreamChunk) -> FResult<()> {
+    pub(super) async fn write(&self, table: &RelationDesc, chunk: StreamChunk) -> FResult<()> {
         if table.kind != RelationKind::Table {
             return Err(FrontendError::new(
                 "42809",

@@ -5,6 +5,7 @@
 //! (INSERT, UPDATE, DELETE), `show` (SHOW, EXPLAIN) and `vars` (session
 //! variables and system parameters).
 
+mod copy;
 mod ddl;
 mod dml;
 mod show;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use super::{FrontendError, Session, SessionFactory, StatementResult};
+use super::{CopyIn, FrontendError, Session, SessionFactory, StatementResult};
 use crate::batch::{self, BatchError, ScanSource};
 use crate::common::{DataType, Datum, Field, Row, ScalarValue};
 use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
@@ -227,6 +228,11 @@ impl SessionFactory for LocalSessionFactory {
             unflushed: Mutex::new(None),
         })
     }
+
+    fn password_verifier(&self, user: &str) -> Option<String> {
+        let user = if user.is_empty() { "root" } else { user };
+        self.meta.user_verifier(user)
+    }
 }
 
 fn command(tag: impl Into<String>) -> StatementResult {
@@ -298,6 +304,16 @@ impl LocalSession {
                 let rows = batch::execute(&plan, &scan)?;
                 Ok(rows_result(query_fields(&plan, names), rows))
             }
+            BoundStatement::CopyFrom {
+                table,
+                columns,
+                options,
+            } => Ok(Self::copy_from(table, columns, options)),
+            BoundStatement::CopyTo {
+                plan,
+                names,
+                options,
+            } => self.copy_to(&plan, names, &options).await,
             BoundStatement::CreateTable {
                 name,
                 columns,
@@ -323,6 +339,20 @@ impl LocalSession {
                         .await?;
                 }
                 Ok(command("CREATE MATERIALIZED VIEW"))
+            }
+            BoundStatement::CreateView {
+                name,
+                columns,
+                definition,
+                upstreams,
+                if_not_exists,
+            } => {
+                if !self.name_taken(&name, if_not_exists)? {
+                    self.meta
+                        .create_view(name, columns, definition, upstreams)
+                        .await?;
+                }
+                Ok(command("CREATE VIEW"))
             }
             BoundStatement::Drop {
                 kind,
@@ -352,6 +382,34 @@ impl LocalSession {
             BoundStatement::ShowVariable { name } => self.show_var(name),
             BoundStatement::ShowAll => Ok(self.show_all()),
             BoundStatement::ShowCluster => Ok(self.show_cluster()),
+            BoundStatement::CreateUser {
+                name,
+                password,
+                if_not_exists,
+            } => {
+                let exists = self.meta.user_names().contains(&name);
+                if !(exists && if_not_exists) {
+                    self.meta.create_user(&name, password.as_deref()).await?;
+                }
+                Ok(command("CREATE ROLE"))
+            }
+            BoundStatement::AlterUserPassword { name, password } => {
+                self.meta
+                    .set_user_password(&name, password.as_deref())
+                    .await?;
+                Ok(command("ALTER ROLE"))
+            }
+            BoundStatement::DropUser { name, if_exists } => {
+                self.meta.drop_user(&name, if_exists).await?;
+                Ok(command("DROP ROLE"))
+            }
+            BoundStatement::ShowCreate { name, sql } => Ok(rows_result(
+                fields(&[
+                    ("Name", DataType::Varchar),
+                    ("Create Sql", DataType::Varchar),
+                ]),
+                vec![vec![text(name), text(sql)]],
+            )),
             BoundStatement::ShowFragments { name } => self.show_fragments(name),
             BoundStatement::ShowActors { name } => self.show_actors(name),
             BoundStatement::Explain { inner } => self.explain(*inner),
@@ -399,13 +457,24 @@ impl Session for LocalSession {
             return (vec![StatementResult::Empty], None);
         }
         let mut results = Vec::new();
-        for s in &stmts {
+        for (i, s) in stmts.iter().enumerate() {
             match self.execute(s, &ParamContext::default()).await {
+                Ok(StatementResult::CopyIn(_)) if i + 1 < stmts.len() => {
+                    let e = FrontendError::new(
+                        "0A000",
+                        "COPY FROM STDIN must be the last statement of a query string",
+                    );
+                    return (results, Some(e));
+                }
                 Ok(r) => results.push(r),
                 Err(e) => return (results, Some(e)),
             }
         }
         (results, None)
+    }
+
+    async fn copy_in(&self, copy: CopyIn, data: Vec<u8>) -> Result<StatementResult, FrontendError> {
+        self.apply_copy(copy, data).await
     }
 
     async fn describe(

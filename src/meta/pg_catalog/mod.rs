@@ -274,6 +274,7 @@ fn relkind(schema: &str, r: &RelationDesc) -> &'static str {
     match r.kind {
         RelationKind::Table => "r",
         RelationKind::MaterializedView => "m",
+        RelationKind::View => "v",
         // PostgreSQL's own catalogs are tables; the rest are views there.
         RelationKind::System if schema == "pg_catalog" && r.name.starts_with("pg_") => {
             match r.name.as_str() {

@@ -245,32 +245,42 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
             None,
             None,
         ]],
-        (_, "pg_roles") => vec![vec![
-            text(user),
-            boolean(true),
-            boolean(true),
-            boolean(true),
-            boolean(true),
-            boolean(true),
-            boolean(true),
-            int(-1),
-            text("********"),
-            None,
-            boolean(true),
-            None,
-            int(ROLE_OID),
-        ]],
-        (_, "pg_user") => vec![vec![
-            text(user),
-            int(ROLE_OID),
-            boolean(true),
-            boolean(true),
-            boolean(true),
-            boolean(true),
-            text("********"),
-            None,
-            None,
-        ]],
+        // The session's user (OID 10, owner of everything), then the other
+        // users of `CREATE USER`, all superusers (there are no privileges).
+        (_, "pg_roles") => roles(st, user)
+            .map(|(name, oid)| {
+                vec![
+                    text(name),
+                    boolean(true),
+                    boolean(true),
+                    boolean(true),
+                    boolean(true),
+                    boolean(true),
+                    boolean(true),
+                    int(-1),
+                    text("********"),
+                    None,
+                    boolean(true),
+                    None,
+                    int(oid),
+                ]
+            })
+            .collect(),
+        (_, "pg_user") => roles(st, user)
+            .map(|(name, oid)| {
+                vec![
+                    text(name),
+                    int(oid),
+                    boolean(true),
+                    boolean(true),
+                    boolean(true),
+                    boolean(true),
+                    text("********"),
+                    None,
+                    None,
+                ]
+            })
+            .collect(),
         (_, "pg_settings") => session
             .settings
             .iter()
@@ -338,6 +348,29 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                     boolean(false),
                     boolean(true),
                     text(r.definition.clone().unwrap_or_default()),
+                ]
+            })
+            .collect(),
+        (_, "pg_views") => by_kind(RelationKind::View)
+            .map(|r| {
+                vec![
+                    text("public"),
+                    text(r.name.as_str()),
+                    text(user),
+                    text(format!(" {};", r.definition.clone().unwrap_or_default())),
+                ]
+            })
+            .collect(),
+        ("information_schema", "views") => by_kind(RelationKind::View)
+            .map(|r| {
+                vec![
+                    text(db),
+                    text("public"),
+                    text(r.name.as_str()),
+                    text(r.definition.clone().unwrap_or_default()),
+                    text("NONE"),
+                    text("NO"),
+                    text("NO"),
                 ]
             })
             .collect(),
@@ -446,8 +479,24 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                     .collect::<Vec<_>>()
             })
             .collect(),
-        // pg_views, information_schema.views (ebbflow has no plain views
-        // yet), pg_description, pg_attrdef, pg_inherits.
+        // pg_description, pg_attrdef, pg_inherits: always empty.
         _ => vec![],
     }
+}
+
+/// OIDs of users other than the session's (which is [`ROLE_OID`]).
+const OTHER_ROLE_OID_BASE: i64 = 16_000;
+
+/// `(name, oid)` of every role: the session's user first.
+fn roles<'a>(
+    st: &'a crate::meta::service::MetaState,
+    user: &'a str,
+) -> impl Iterator<Item = (&'a str, i64)> + 'a {
+    std::iter::once((user, i64::from(ROLE_OID))).chain(
+        st.users
+            .keys()
+            .filter(move |u| u.as_str() != user)
+            .enumerate()
+            .map(|(i, u)| (u.as_str(), OTHER_ROLE_OID_BASE + i as i64)),
+    )
 }

@@ -15,7 +15,7 @@ use crate::sql::{BoundStatement, SqlError, SqlResult};
 
 /// The unqualified name of a relation being created (only the default
 /// schema exists).
-fn create_name(name: &ast::ObjectName) -> SqlResult<String> {
+pub(super) fn create_name(name: &ast::ObjectName) -> SqlResult<String> {
     let (schema, rel) = relation_name(name)?;
     match schema.as_deref() {
         None | Some("public") => Ok(rel),
@@ -155,9 +155,7 @@ impl Binder<'_> {
 
     pub(super) fn bind_create_view(&mut self, cv: &ast::CreateView) -> SqlResult<BoundStatement> {
         if !cv.materialized {
-            return Err(SqlError::unsupported(
-                "CREATE VIEW (use CREATE MATERIALIZED VIEW)",
-            ));
+            return self.bind_plain_view(cv);
         }
         if cv.or_replace || cv.or_alter {
             return Err(SqlError::unsupported("CREATE OR REPLACE MATERIALIZED VIEW"));
@@ -170,28 +168,7 @@ impl Binder<'_> {
         let bq = self.bind_query(&cv.query);
         self.streaming = false;
         let bq = bq?;
-        let mut column_names = bq.names;
-        if cv.columns.len() > column_names.len() {
-            return Err(SqlError::syntax(
-                "CREATE MATERIALIZED VIEW specifies more column names than columns",
-            ));
-        }
-        for (c, n) in cv.columns.iter().zip(column_names.iter_mut()) {
-            if c.data_type.is_some() {
-                return Err(SqlError::unsupported(
-                    "column types in CREATE MATERIALIZED VIEW",
-                ));
-            }
-            *n = ident_value(&c.name.value, c.name.quote_style);
-        }
-        for (i, n) in column_names.iter().enumerate() {
-            if column_names[..i].contains(n) {
-                return Err(SqlError::new(
-                    "42701",
-                    format!("column \"{n}\" specified more than once"),
-                ));
-            }
-        }
+        let column_names = view_column_names(cv, bq.names, "CREATE MATERIALIZED VIEW")?;
         Ok(BoundStatement::CreateMaterializedView {
             name,
             plan: bq.plan,
@@ -212,6 +189,7 @@ impl Binder<'_> {
         let kind = match object_type {
             ObjectType::Table => RelationKind::Table,
             ObjectType::MaterializedView => RelationKind::MaterializedView,
+            ObjectType::View => RelationKind::View,
             other => return Err(SqlError::unsupported(format!("DROP {other}"))),
         };
         let [name] = names else {
@@ -240,6 +218,35 @@ impl Binder<'_> {
     }
 }
 
+/// The column names of a (materialized) view: the query's, renamed by the
+/// list after the view's name, all distinct.
+pub(super) fn view_column_names(
+    cv: &ast::CreateView,
+    mut column_names: Vec<String>,
+    what: &str,
+) -> SqlResult<Vec<String>> {
+    if cv.columns.len() > column_names.len() {
+        return Err(SqlError::syntax(format!(
+            "{what} specifies more column names than columns"
+        )));
+    }
+    for (c, n) in cv.columns.iter().zip(column_names.iter_mut()) {
+        if c.data_type.is_some() {
+            return Err(SqlError::unsupported(format!("column types in {what}")));
+        }
+        *n = ident_value(&c.name.value, c.name.quote_style);
+    }
+    for (i, n) in column_names.iter().enumerate() {
+        if column_names[..i].contains(n) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{n}\" specified more than once"),
+            ));
+        }
+    }
+    Ok(column_names)
+}
+
 /// `"x" is not a table` (42809), with PostgreSQL's hint on what to use.
 pub(super) fn wrong_kind(
     name: &str,
@@ -253,6 +260,7 @@ pub(super) fn wrong_kind(
         RelationKind::MaterializedView => Some(format!(
             "Use {verb} MATERIALIZED VIEW to remove a materialized view."
         )),
+        RelationKind::View => Some(format!("Use {verb} VIEW to remove a view.")),
         RelationKind::System => None,
     };
     if verb != "DROP" {

@@ -50,6 +50,10 @@ impl Binder<'_> {
                 "42809",
                 format!("cannot change materialized view \"{}\"", rel.name),
             )),
+            RelationKind::View => Err(SqlError::new(
+                "55000",
+                format!("cannot change view \"{}\"", rel.name),
+            )),
             RelationKind::System => Err(SqlError::new(
                 "42809",
                 format!("cannot change system catalog \"{}\"", rel.name),

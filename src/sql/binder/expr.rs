@@ -133,6 +133,49 @@ impl Binder<'_> {
         }
     }
 
+    /// `(constant array text)[n]`, as drivers write over
+    /// `current_schemas(true)` (pgJDBC's `getSchemas`): ebbflow has no
+    /// array type, so only a constant `{a,b,…}` text can be subscripted;
+    /// the element comes back as varchar (NULL when out of range).
+    fn bind_constant_subscript(
+        &mut self,
+        scope: &Scope,
+        whole: &ast::Expr,
+        root: &ast::Expr,
+        access_chain: &[ast::AccessExpr],
+    ) -> SqlResult<BExpr> {
+        let unsupported = || SqlError::unsupported(format!("expression \"{whole}\""));
+        let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access_chain else {
+            return Err(unsupported());
+        };
+        let root = self.bind_expr(scope, root)?;
+        let index = self.bind_expr(scope, index)?;
+        let text = match self.resolve(root, DataType::Varchar)? {
+            Expr::Literal {
+                value: Some(ScalarValue::Varchar(s)),
+                ..
+            } => s,
+            _ => return Err(unsupported()),
+        };
+        let n = match self.resolve(index, DataType::Int32)? {
+            Expr::Literal {
+                value: Some(ScalarValue::Int32(n)),
+                ..
+            } => n,
+            _ => return Err(unsupported()),
+        };
+        let inner = text
+            .strip_prefix('{')
+            .and_then(|t| t.strip_suffix('}'))
+            .ok_or_else(unsupported)?;
+        let element = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| inner.split(',').filter(|s| !s.is_empty()).nth(i));
+        let value = element.map(|s| ScalarValue::Varchar(s.trim_matches('"').into()));
+        Ok(BExpr::Typed(Expr::literal(value, DataType::Varchar)))
+    }
+
     fn bind_expr_inner(&mut self, scope: &Scope, e: &ast::Expr) -> SqlResult<BExpr> {
         use ast::Expr as E;
         let typed = |e: Expr| Ok(BExpr::Typed(e));
@@ -160,6 +203,9 @@ impl Binder<'_> {
             }
             E::Interval(iv) => typed(interval_literal(iv)?),
             E::Nested(inner) => self.bind_expr(scope, inner),
+            E::CompoundFieldAccess { root, access_chain } => {
+                self.bind_constant_subscript(scope, e, root, access_chain)
+            }
             E::UnaryOp { op, expr } => match op {
                 UnaryOperator::Minus => {
                     if let E::Value(v) = expr.as_ref() {

@@ -9,7 +9,7 @@ use super::scope::{Scope, ScopeColumn};
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
 use crate::expr::{build_cast, build_func, common_type, Expr, Func};
-use crate::meta::catalog::RelationDesc;
+use crate::meta::catalog::{RelationDesc, RelationKind};
 use crate::planner::logical::{JoinKind, LogicalPlan};
 use crate::sql::parser::ident_value;
 use crate::sql::{SqlError, SqlResult};
@@ -307,6 +307,13 @@ impl Binder<'_> {
                     }
                     None => {
                         let relation = self.lookup_relation(name)?;
+                        if relation.kind == RelationKind::View {
+                            let (plan, mut scope) = self.bind_view_ref(&relation, &rel)?;
+                            if let Some(a) = alias {
+                                apply_alias(&mut scope, a)?;
+                            }
+                            return Ok((plan, scope));
+                        }
                         let scope = Scope::of_relation(
                             Some(&rel),
                             relation

@@ -171,10 +171,55 @@ impl Binder<'_> {
         })
     }
 
+    /// Window functions are not supported, but for one shape drivers send
+    /// over the catalogs: pgJDBC's `getColumns` numbers columns with
+    /// `row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum)`.
+    /// ebbflow's `pg_attribute` numbers each relation's columns 1..n
+    /// without gaps (nothing is ever dropped), so that row number is
+    /// `attnum` itself, as bigint.
+    fn bind_attnum_row_number(
+        &mut self,
+        scope: &Scope,
+        name: &str,
+        f: &ast::Function,
+        over: &ast::WindowType,
+    ) -> SqlResult<BExpr> {
+        let ends_with = |e: &ast::Expr, col: &str| match e {
+            ast::Expr::Identifier(i) => i.value.eq_ignore_ascii_case(col),
+            ast::Expr::CompoundIdentifier(parts) => parts
+                .last()
+                .is_some_and(|i| i.value.eq_ignore_ascii_case(col)),
+            _ => false,
+        };
+        let no_args = match &f.args {
+            FunctionArguments::None => true,
+            FunctionArguments::List(l) => l.args.is_empty(),
+            FunctionArguments::Subquery(_) => false,
+        };
+        if let ast::WindowType::WindowSpec(spec) = over {
+            if name == "row_number"
+                && no_args
+                && spec.window_frame.is_none()
+                && matches!(spec.partition_by.as_slice(), [p] if ends_with(p, "attrelid"))
+                && matches!(spec.order_by.as_slice(), [o] if ends_with(&o.expr, "attnum")
+                    && matches!(o.options.sort, None | Some(ast::OrderBySort::Asc)))
+            {
+                let attnum = self.bind_expr(scope, &spec.order_by[0].expr)?;
+                let attnum = self.resolve(attnum, DataType::Int16)?;
+                return Ok(BExpr::Typed(crate::expr::build_cast(
+                    attnum,
+                    DataType::Int64,
+                    true,
+                )?));
+            }
+        }
+        Err(SqlError::unsupported("window functions"))
+    }
+
     pub(super) fn bind_function(&mut self, scope: &Scope, f: &ast::Function) -> SqlResult<BExpr> {
         let name = function_name(&f.name);
-        if f.over.is_some() {
-            return Err(SqlError::unsupported("window functions"));
+        if let Some(over) = &f.over {
+            return self.bind_attnum_row_number(scope, &name, f, over);
         }
         if f.filter.is_some() {
             return Err(SqlError::unsupported("aggregate FILTER"));

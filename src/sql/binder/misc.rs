@@ -48,6 +48,40 @@ fn set_value_text(e: &ast::Expr) -> String {
     }
 }
 
+/// `ALTER USER name [WITH] PASSWORD {'…' | NULL}` (sqlparser reads ALTER
+/// USER as ALTER ROLE); other role options are accepted and ignored.
+pub(super) fn bind_alter_user(
+    name: &ast::Ident,
+    operation: &ast::AlterRoleOperation,
+) -> SqlResult<BoundStatement> {
+    let ast::AlterRoleOperation::WithOptions { options } = operation else {
+        return Err(SqlError::unsupported(format!("ALTER ROLE {operation}")));
+    };
+    let mut password = None;
+    for o in options {
+        if let ast::RoleOption::Password(p) = o {
+            password = Some(match p {
+                ast::Password::NullPassword => None,
+                ast::Password::Password(ast::Expr::Value(v)) => match &v.value {
+                    Value::SingleQuotedString(s) => Some(s.clone()),
+                    other => return Err(SqlError::syntax(format!("invalid password {other}"))),
+                },
+                ast::Password::Password(other) => {
+                    return Err(SqlError::syntax(format!("invalid password {other}")))
+                }
+            });
+        }
+    }
+    let Some(password) = password else {
+        // Only passwords are kept: other options change nothing.
+        return Ok(BoundStatement::TransactionControl { tag: "ALTER ROLE" });
+    };
+    Ok(BoundStatement::AlterUserPassword {
+        name: ident_value(&name.value, name.quote_style),
+        password,
+    })
+}
+
 pub(super) fn bind_set(set: &Set) -> SqlResult<BoundStatement> {
     match set {
         Set::SingleAssignment {
@@ -186,6 +220,25 @@ impl Binder<'_> {
                 value: value.clone(),
             },
             Statement::ShowCluster => BoundStatement::ShowCluster,
+            Statement::CreateUser {
+                name,
+                password,
+                if_not_exists,
+            } => BoundStatement::CreateUser {
+                name: name.clone(),
+                password: password.clone(),
+                if_not_exists: *if_not_exists,
+            },
+            Statement::ShowCreate { kind, name } => {
+                let rel = self.named_relation(name)?;
+                if rel.kind != *kind {
+                    return Err(wrong_kind(&rel.name, *kind, rel.kind, "SHOW CREATE"));
+                }
+                BoundStatement::ShowCreate {
+                    name: rel.name.clone(),
+                    sql: super::view::create_sql(&rel),
+                }
+            }
             Statement::ShowFragments { name } | Statement::ShowActors { name } => {
                 if let Some(n) = name {
                     let rel = self.named_relation(n)?;

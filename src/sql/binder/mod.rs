@@ -16,6 +16,7 @@
 //! `varchar` when nothing says otherwise. The context-inferred types of
 //! parameters are what [`describe`] reports to the extended protocol.
 
+mod copy;
 mod ddl;
 mod dml;
 mod expr;
@@ -29,6 +30,7 @@ mod select;
 #[cfg(test)]
 mod tests;
 mod types;
+mod view;
 
 use std::collections::HashMap;
 
@@ -38,6 +40,7 @@ use crate::planner::logical::LogicalPlan;
 
 use super::{BoundStatement, ParamContext, SqlError, SqlResult, Statement};
 
+pub use copy::{CopyFormat, CopyOptions};
 pub use types::data_type_from_ast;
 
 /// Bind one statement. With `params.values` set, `$n` placeholders are
@@ -122,6 +125,10 @@ pub(super) struct Binder<'a> {
     /// Binding the query of a materialized view: functions whose value
     /// depends on when they run (`now()`) are refused.
     streaming: bool,
+    /// Views bound so far (a new view depends on them).
+    views_used: Vec<crate::meta::catalog::TableId>,
+    /// How many views deep the binder is.
+    view_depth: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -132,6 +139,8 @@ impl<'a> Binder<'a> {
             param_types: Vec::new(),
             ctes: Vec::new(),
             streaming: false,
+            views_used: Vec::new(),
+            view_depth: 0,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },
@@ -161,6 +170,20 @@ impl<'a> Binder<'a> {
             S::CreateTable(ct) => self.bind_create_table(ct),
             S::CreateView(cv) => self.bind_create_view(cv),
             S::Drop {
+                object_type: sqlparser::ast::ObjectType::User | sqlparser::ast::ObjectType::Role,
+                if_exists,
+                names,
+                ..
+            } => match names.as_slice() {
+                [name] => Ok(BoundStatement::DropUser {
+                    name: crate::sql::parser::object_name_to_string(name),
+                    if_exists: *if_exists,
+                }),
+                _ => Err(SqlError::unsupported(
+                    "dropping several users in one statement",
+                )),
+            },
+            S::Drop {
                 object_type,
                 if_exists,
                 names,
@@ -168,6 +191,15 @@ impl<'a> Binder<'a> {
                 ..
             } => self.bind_drop(*object_type, *if_exists, names, *cascade),
             S::Insert(ins) => self.bind_insert(ins),
+            S::AlterRole { name, operation } => misc::bind_alter_user(name, operation),
+            S::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                ..
+            } => self.bind_copy(source, *to, target, options, legacy_options),
             S::Update(up) => self.bind_update(up),
             S::Delete(del) => self.bind_delete(del),
             S::Explain {

@@ -477,7 +477,9 @@ impl Binder<'_> {
                     .catalog
                     .relations()
                     .into_iter()
-                    .filter(|(_, r)| r.kind == RelationKind::MaterializedView)
+                    .filter(|(_, r)| {
+                        matches!(r.kind, RelationKind::MaterializedView | RelationKind::View)
+                    })
                     .map(|(_, r)| {
                         let def = r.definition.clone().unwrap_or_default();
                         (relation_oid(&r), format!(" {def};"))

@@ -78,7 +78,16 @@ fn ddl_create_mv() {
         other => panic!("{other:?}"),
     }
     err("CREATE MATERIALIZED VIEW m AS SELECT a, a FROM t", "42701");
-    err("CREATE VIEW m AS SELECT a FROM t", "0A000");
+    err("CREATE OR REPLACE VIEW m AS SELECT a FROM t", "0A000");
+    match ok("CREATE VIEW m (x) AS SELECT a FROM t") {
+        BoundStatement::CreateView {
+            columns, upstreams, ..
+        } => {
+            assert_eq!(columns[0].name, "x");
+            assert_eq!(upstreams.len(), 1);
+        }
+        other => panic!("{other:?}"),
+    }
     match ok("EXPLAIN CREATE MATERIALIZED VIEW m AS SELECT a FROM t") {
         BoundStatement::Explain { inner } => {
             assert!(matches!(

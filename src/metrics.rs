@@ -1,0 +1,356 @@
+//! Prometheus metrics, served as text on `GET /metrics` of the
+//! `--metrics-listen` address (default `127.0.0.1:1250`, RisingWave's
+//! port).
+//!
+//! Two kinds of metric live here:
+//! - recorded as things happen, through one-line calls from the code that
+//!   sees them: barrier latency and the committed epoch (the barrier
+//!   manager), rows into and out of each fragment's actors and the time
+//!   actors wait on full outputs (the actor loop), sessions (pgwire);
+//! - read from meta's catalog at each scrape: actors per compute node,
+//!   scale operations and their pause (from `rw_scale_history`).
+//!
+//! Names follow Prometheus conventions: `ebbflow_` prefix, `_total` for
+//! counters, `_seconds` for durations.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::meta::Meta;
+
+/// The default of `--metrics-listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:1250";
+
+/// Everything recorded as it happens (see the module doc).
+struct Recorded {
+    registry: Registry,
+    barrier_latency: Histogram,
+    committed_epoch: IntGauge,
+    rows_in: IntCounterVec,
+    rows_out: IntCounterVec,
+    backpressure: prometheus::CounterVec,
+    sessions: IntGauge,
+    connections: IntCounter,
+}
+
+fn build() -> prometheus::Result<Recorded> {
+    let registry = Registry::new();
+    let barrier_latency = Histogram::with_opts(
+        HistogramOpts::new(
+            "ebbflow_barrier_latency_seconds",
+            "Time from a barrier's injection to its epoch's commit",
+        )
+        .buckets(vec![
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+        ]),
+    )?;
+    let committed_epoch = IntGauge::new("ebbflow_committed_epoch", "The last committed epoch")?;
+    let rows_in = IntCounterVec::new(
+        Opts::new(
+            "ebbflow_fragment_rows_in_total",
+            "Rows entering a fragment's actors",
+        ),
+        &["fragment"],
+    )?;
+    let rows_out = IntCounterVec::new(
+        Opts::new(
+            "ebbflow_fragment_rows_out_total",
+            "Rows a fragment's actors sent downstream",
+        ),
+        &["fragment"],
+    )?;
+    let backpressure = prometheus::CounterVec::new(
+        Opts::new(
+            "ebbflow_backpressure_wait_seconds_total",
+            "Time a fragment's actors spent sending to their outputs (waiting while they are full)",
+        ),
+        &["fragment"],
+    )?;
+    let sessions = IntGauge::new("ebbflow_sessions", "Open client connections")?;
+    let connections = IntCounter::new(
+        "ebbflow_connections_total",
+        "Client connections accepted since the start",
+    )?;
+    registry.register(Box::new(barrier_latency.clone()))?;
+    registry.register(Box::new(committed_epoch.clone()))?;
+    registry.register(Box::new(rows_in.clone()))?;
+    registry.register(Box::new(rows_out.clone()))?;
+    registry.register(Box::new(backpressure.clone()))?;
+    registry.register(Box::new(sessions.clone()))?;
+    registry.register(Box::new(connections.clone()))?;
+    Ok(Recorded {
+        registry,
+        barrier_latency,
+        committed_epoch,
+        rows_in,
+        rows_out,
+        backpressure,
+        sessions,
+        connections,
+    })
+}
+
+/// `None` only if the metric definitions above are invalid (a bug caught
+/// by the unit test); recording is then a no-op rather than a panic.
+static RECORDED: LazyLock<Option<Recorded>> = LazyLock::new(|| match build() {
+    Ok(r) => Some(r),
+    Err(e) => {
+        tracing::error!(error = %e, "metrics are disabled");
+        None
+    }
+});
+
+/// An epoch committed `latency` after its barrier was injected.
+pub fn barrier_committed(epoch: u64, latency: Duration) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.barrier_latency.observe(latency.as_secs_f64());
+        r.committed_epoch
+            .set(i64::try_from(epoch).unwrap_or(i64::MAX));
+    }
+}
+
+/// `rows` rows entered an actor of `fragment`.
+pub fn rows_in(fragment: u32, rows: usize) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.rows_in
+            .with_label_values(&[&fragment.to_string()])
+            .inc_by(rows as u64);
+    }
+}
+
+/// An actor of `fragment` sent `rows` rows downstream; the send began at
+/// `started` (so the wait on full outputs is the time since).
+pub fn chunk_sent(fragment: u32, rows: usize, started: Instant) {
+    if let Some(r) = RECORDED.as_ref() {
+        let label = fragment.to_string();
+        r.rows_out.with_label_values(&[&label]).inc_by(rows as u64);
+        r.backpressure
+            .with_label_values(&[&label])
+            .inc_by(started.elapsed().as_secs_f64());
+    }
+}
+
+/// A client connection opened; the session count drops when the returned
+/// guard does.
+pub fn session_opened() -> SessionGuard {
+    if let Some(r) = RECORDED.as_ref() {
+        r.sessions.inc();
+        r.connections.inc();
+    }
+    SessionGuard(())
+}
+
+/// Counts one open session while it lives.
+pub struct SessionGuard(());
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        if let Some(r) = RECORDED.as_ref() {
+            r.sessions.dec();
+        }
+    }
+}
+
+/// The metrics read from meta at scrape time, in the text format.
+fn catalog_metrics(meta: &Meta) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let (actors, scales, pause_ms) = meta.with_state(|st| {
+        let mut actors: std::collections::BTreeMap<u32, u64> =
+            st.workers.keys().map(|w| (*w, 0)).collect();
+        for f in st.fragments.values() {
+            for a in &f.actors {
+                *actors.entry(a.worker).or_default() += 1;
+            }
+        }
+        let mut scales: std::collections::BTreeMap<String, u64> = Default::default();
+        let mut pause_ms = 0.0;
+        for s in &st.scale_history {
+            *scales.entry(s.status.clone()).or_default() += 1;
+            pause_ms += s.pause_ms;
+        }
+        (actors, scales, pause_ms)
+    });
+    let _ = writeln!(out, "# HELP ebbflow_actors Actors placed on a compute node");
+    let _ = writeln!(out, "# TYPE ebbflow_actors gauge");
+    for (w, n) in actors {
+        let _ = writeln!(out, "ebbflow_actors{{worker=\"{w}\"}} {n}");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP ebbflow_scale_operations_total Scale and reschedule operations, by outcome"
+    );
+    let _ = writeln!(out, "# TYPE ebbflow_scale_operations_total counter");
+    for (status, n) in scales {
+        let status = status.replace(['\\', '"', '\n'], "_");
+        let _ = writeln!(
+            out,
+            "ebbflow_scale_operations_total{{status=\"{status}\"}} {n}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP ebbflow_scale_pause_seconds_total Time streaming was paused by scale operations"
+    );
+    let _ = writeln!(out, "# TYPE ebbflow_scale_pause_seconds_total counter");
+    let _ = writeln!(
+        out,
+        "ebbflow_scale_pause_seconds_total {}",
+        pause_ms / 1000.0
+    );
+    out
+}
+
+/// The whole `/metrics` body.
+pub fn render(meta: &Meta) -> String {
+    let mut body = Vec::new();
+    if let Some(r) = RECORDED.as_ref() {
+        if let Err(e) = TextEncoder::new().encode(&r.registry.gather(), &mut body) {
+            tracing::warn!(error = %e, "encoding metrics failed");
+        }
+    }
+    let mut text = String::from_utf8_lossy(&body).into_owned();
+    text.push_str(&catalog_metrics(meta));
+    text
+}
+
+/// Serve `/metrics` on `addr`, or on [`DEFAULT_LISTEN`] when `None`
+/// (skipped with a warning if that port is taken, as when several servers
+/// run on one machine). Returns the bound address, if any.
+pub async fn start(
+    addr: Option<SocketAddr>,
+    meta: Arc<Meta>,
+) -> anyhow::Result<Option<SocketAddr>> {
+    match addr {
+        Some(a) => {
+            let local = spawn(a, meta).await?;
+            tracing::info!(%local, "metrics at http://{local}/metrics");
+            Ok(Some(local))
+        }
+        None => {
+            let default: SocketAddr = DEFAULT_LISTEN
+                .parse()
+                .map_err(|e| anyhow::anyhow!("bad default metrics address: {e}"))?;
+            match spawn(default, meta).await {
+                Ok(local) => {
+                    tracing::info!(%local, "metrics at http://{local}/metrics");
+                    Ok(Some(local))
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "no metrics endpoint (pass --metrics-listen)");
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// Bind `addr` and serve `/metrics` until the process ends.
+pub async fn spawn(addr: SocketAddr, meta: Arc<Meta>) -> anyhow::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen for metrics on {addr}: {e}"))?;
+    let local = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((socket, _)) => {
+                    let meta = meta.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = answer(socket, &meta).await {
+                            tracing::debug!(error = %e, "metrics request failed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a metrics connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
+    Ok(local)
+}
+
+/// One HTTP/1.x request: `GET /metrics` gets the text format, anything
+/// else 404; the connection closes after the answer.
+async fn answer(mut socket: TcpStream, meta: &Meta) -> std::io::Result<()> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    let read = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+            let n = socket.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "slow request"))??;
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let (status, ctype, body) =
+        if method == "GET" && (path == "/metrics" || path.starts_with("/metrics?")) {
+            (
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                render(meta),
+            )
+        } else {
+            (
+                "404 Not Found",
+                "text/plain",
+                "try GET /metrics\n".to_owned(),
+            )
+        };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(response.as_bytes()).await?;
+    socket.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_definitions_are_valid() {
+        assert!(build().is_ok());
+        barrier_committed(7, Duration::from_millis(20));
+        rows_in(3, 10);
+        chunk_sent(3, 5, Instant::now());
+        let g = session_opened();
+        drop(g);
+        let r = RECORDED.as_ref().expect("metrics");
+        let mut body = Vec::new();
+        TextEncoder::new()
+            .encode(&r.registry.gather(), &mut body)
+            .expect("encode");
+        let text = String::from_utf8(body).expect("utf8");
+        // Other unit tests record too: only the names are certain here.
+        for name in [
+            "ebbflow_fragment_rows_in_total{fragment=\"3\"}",
+            "ebbflow_fragment_rows_out_total{fragment=\"3\"}",
+            "ebbflow_barrier_latency_seconds_count",
+            "ebbflow_committed_epoch",
+            "ebbflow_sessions",
+        ] {
+            assert!(text.contains(name), "{name} missing from {text}");
+        }
+    }
+}

@@ -1,0 +1,111 @@
+// pgJDBC against ebbflow: connect, prepared DML and queries,
+// ResultSetMetaData, and the DatabaseMetaData calls BI tools (DBeaver,
+// Metabase) browse with: getSchemas, getTables (tables, views and MVs as
+// "MATERIALIZED VIEW"), getColumns. Not yet: getPrimaryKeys, getTypeInfo
+// (see below). Usage: java -cp postgresql.jar JdbcTest.java PORT
+import java.sql.*;
+import java.util.*;
+
+public class JdbcTest {
+    static void check(boolean ok, String what) {
+        if (!ok) throw new AssertionError(what);
+    }
+
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:postgresql://127.0.0.1:" + args[0] + "/dev";
+        Properties props = new Properties();
+        props.setProperty("user", "root");
+        props.setProperty("prepareThreshold", "1");
+        try (Connection c = DriverManager.getConnection(url, props)) {
+            try (Statement s = c.createStatement()) {
+                s.execute("create table jt (id int primary key, name varchar, amount numeric, at timestamp)");
+                s.execute("create view jv as select id, name from jt where id > 1");
+                s.execute("create materialized view jm as select count(*) as n from jt");
+            }
+            try (PreparedStatement p = c.prepareStatement("insert into jt values (?, ?, ?, ?)")) {
+                for (int i = 1; i <= 5; i++) {
+                    p.setInt(1, i);
+                    p.setString(2, "n" + i);
+                    p.setBigDecimal(3, new java.math.BigDecimal(i + ".50"));
+                    p.setTimestamp(4, Timestamp.valueOf("2024-01-0" + i + " 10:00:00"));
+                    check(p.executeUpdate() == 1, "insert count");
+                }
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("flush");
+            }
+            try (PreparedStatement p = c.prepareStatement("select id, name, amount, at from jt where id >= ? order by id")) {
+                for (int round = 0; round < 3; round++) {
+                    p.setInt(1, 4);
+                    try (ResultSet rs = p.executeQuery()) {
+                        ResultSetMetaData md = rs.getMetaData();
+                        check(md.getColumnCount() == 4, "column count");
+                        check(md.getColumnName(2).equals("name"), "column name");
+                        check(md.getColumnType(1) == Types.INTEGER, "int type");
+                        check(md.getColumnType(2) == Types.VARCHAR, "varchar type");
+                        check(md.getColumnType(3) == Types.NUMERIC, "numeric type");
+                        check(md.getColumnType(4) == Types.TIMESTAMP, "timestamp type");
+                        check(rs.next() && rs.getInt(1) == 4 && rs.getString(2).equals("n4"), "row 4");
+                        check(rs.getBigDecimal(3).compareTo(new java.math.BigDecimal("4.50")) == 0, "amount");
+                        check(rs.next() && rs.getInt(1) == 5, "row 5");
+                        check(!rs.next(), "two rows");
+                    }
+                }
+            }
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("select count(*) from jv")) {
+                check(rs.next() && rs.getLong(1) == 4, "view rows");
+            }
+
+            DatabaseMetaData meta = c.getMetaData();
+            Set<String> schemas = new HashSet<>();
+            try (ResultSet rs = meta.getSchemas()) {
+                while (rs.next()) schemas.add(rs.getString("TABLE_SCHEM"));
+            }
+            check(schemas.contains("public") && schemas.contains("pg_catalog"), "schemas " + schemas);
+
+            Map<String, String> tables = new HashMap<>();
+            try (ResultSet rs = meta.getTables(null, "public", "%", null)) {
+                while (rs.next()) tables.put(rs.getString("TABLE_NAME"), rs.getString("TABLE_TYPE"));
+            }
+            check("TABLE".equals(tables.get("jt")), "jt is a TABLE: " + tables);
+            check("VIEW".equals(tables.get("jv")), "jv is a VIEW: " + tables);
+            check("MATERIALIZED VIEW".equals(tables.get("jm")), "jm is a MATERIALIZED VIEW: " + tables);
+
+            List<String> cols = new ArrayList<>();
+            try (ResultSet rs = meta.getColumns(null, "public", "jt", "%")) {
+                while (rs.next()) {
+                    cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME") + ":" + rs.getString("IS_NULLABLE"));
+                }
+            }
+            check(cols.size() == 4, "columns " + cols);
+            check(cols.get(0).startsWith("id:int4:NO"), "id column " + cols);
+            check(cols.get(1).startsWith("name:varchar:YES"), "name column " + cols);
+            check(cols.get(2).startsWith("amount:numeric:YES"), "amount column " + cols);
+
+            // getPrimaryKeys is not checked: pgJDBC 42.5 expands pg_index.indkey
+            // with information_schema._pg_expandarray, a set-returning function
+            // in the select list, which ebbflow does not have yet (it fails
+            // with 0A000). The same key is visible through getIndexInfo-free
+            // catalogs: pg_constraint and information_schema.key_column_usage.
+            List<String> pk = new ArrayList<>();
+            try (Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery(
+                     "select column_name from information_schema.key_column_usage where table_name = 'jt'")) {
+                while (rs.next()) pk.add(rs.getString(1));
+            }
+            check(pk.equals(List.of("id")), "primary key " + pk);
+
+            // getTypeInfo is not checked: pgJDBC 42.5 filters pg_type with a
+            // correlated scalar subquery on pg_class, which ebbflow's binder
+            // refuses (0A000). The types it would list are in pg_type:
+            int types = 0;
+            try (Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("select typname, oid from pg_catalog.pg_type")) {
+                while (rs.next()) types++;
+            }
+            check(types > 10, "pg_type rows " + types);
+            check(meta.getDatabaseProductName().equals("PostgreSQL"), "product name");
+        }
+        System.out.println("jdbc: ok");
+    }
+}

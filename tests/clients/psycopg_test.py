@@ -1,0 +1,94 @@
+"""psycopg 3 against ebbflow: prepared statements past the prepare
+threshold, a DROP (after which psycopg sends DEALLOCATE ALL) and more
+prepared statements; parameters of every supported type, in text and
+binary; copy() in and out, and a failed COPY applying nothing.
+
+Usage: python psycopg_test.py PORT
+"""
+import datetime
+import decimal
+import sys
+
+import psycopg
+from psycopg import errors
+
+port = int(sys.argv[1])
+conn = psycopg.connect(host="127.0.0.1", port=port, user="root", dbname="dev",
+                       autocommit=True)
+conn.prepare_threshold = 2
+cur = conn.cursor()
+
+
+def check(got, want, what):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, want {want!r}")
+
+
+cur.execute("create table py_t (k int primary key, v varchar)")
+for i in range(10):
+    cur.execute("insert into py_t (k, v) values (%s, %s)", (i, f"v{i}"))
+cur.execute("flush")
+for i in range(10):
+    cur.execute("select v from py_t where k = %s", (i,))
+    check(cur.fetchone(), (f"v{i}",), "prepared select")
+
+# DROP makes psycopg send DEALLOCATE ALL on this connection.
+cur.execute("create table py_tmp (x int)")
+cur.execute("drop table py_tmp")
+for i in range(10):
+    cur.execute("select v from py_t where k = %s", (i,))
+    check(cur.fetchone(), (f"v{i}",), "prepared select after DROP")
+    cur.execute("insert into py_t (k, v) values (%s, %s)", (100 + i, "again"))
+cur.execute("flush")
+cur.execute("select count(*) from py_t")
+check(cur.fetchone(), (20,), "count")
+
+# Every type, as parameters and back, in text and in binary.
+cur.execute("""create table py_types (k int primary key, s smallint, b bigint,
+    r real, d double precision, n numeric, v varchar, f boolean, dt date,
+    ts timestamp, iv interval)""")
+row = (1, 7, 2**40, 1.5, 2.25, decimal.Decimal("12.345"), "héllo, wörld",
+       True, datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 2, 3, 4, 5),
+       datetime.timedelta(days=1, seconds=3))
+nulls = (2,) + (None,) * 10
+for r in (row, nulls):
+    cur.execute("insert into py_types values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", r)
+cur.execute("flush")
+for binary in (False, True):
+    c = conn.cursor(binary=binary)
+    for want in (row, nulls):
+        for _ in range(3):  # past the prepare threshold
+            c.execute("select * from py_types where k = %s", (want[0],))
+            check(c.fetchone(), want, f"types (binary={binary})")
+    c.execute("select %s::int + 1, %s::varchar || 'x', %s::boolean, %s::date",
+              (41, "a", False, datetime.date(2000, 2, 29)))
+    check(c.fetchone(), (42, "ax", False, datetime.date(2000, 2, 29)),
+          f"expressions (binary={binary})")
+
+# copy() in and out.
+with cur.copy("copy py_t (k, v) from stdin") as copy:
+    for i in range(200, 210):
+        copy.write_row((i, f"c{i}"))
+with cur.copy("copy py_t (k, v) from stdin with (format csv)") as copy:
+    copy.write(b'210,"with, comma"\n211,\n')
+cur.execute("flush")
+with cur.copy("copy (select k, v from py_t where k >= 200 order by k) to stdout") as copy:
+    rows = list(copy.rows())
+check(len(rows), 12, "copied rows")
+check(rows[0], ("200", "c200"), "first copied row")
+check(rows[10], ("210", "with, comma"), "csv row")
+check(rows[11], ("211", None), "csv NULL")
+
+# A bad line fails the whole COPY: nothing of it is applied.
+try:
+    with cur.copy("copy py_t (k, v) from stdin") as copy:
+        copy.write(b"300\ta\n301\tb\textra\n")
+    raise AssertionError("a bad COPY succeeded")
+except errors.BadCopyFileFormat:
+    pass
+cur.execute("flush")
+cur.execute("select count(*) from py_t where k >= 300")
+check(cur.fetchone(), (0,), "rows of a failed COPY")
+cur.execute("select 1")
+check(cur.fetchone(), (1,), "connection usable after a failed COPY")
+print("psycopg: ok")
