@@ -80,13 +80,12 @@ use tokio_postgres::Client;
 
 use cluster::Snapshot;
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
-use common::rows::{cell, run, run_within, Row};
+use common::rows::{cell, run_within, Row};
 use common::stores::Stores;
-use common::workload::{Gen, Mirror};
 use common::{EbbflowServer, Postgres, ServerOptions};
 use ops::Chaos;
 use step::{apply, checked, policy_history};
-use workload::{compare_all, dml_task, DmlStats, Log, Shared, Workload};
+use workload::{compare_all, dml_task, Log, Shared, Workload};
 
 const DEFAULT_SEEDS: &[u64] = &[51, 52];
 const DEFAULT_OPS: usize = 110;
@@ -281,33 +280,8 @@ async fn seed_body(
         history_seen: 0,
         op_history: Vec::new(),
     };
-    let mut w = Workload {
-        eb: eb_dml,
-        gen: Gen::new(seed),
-        mirror: Mirror::new(pg_mirror),
-        ack_faults: 0,
-        failed: false,
-        t2_rows: 0,
-        stats: DmlStats::default(),
-    };
-
-    // The schema: tables with acknowledged rows, the workload's MVs, the
-    // fixed MVs (views in PostgreSQL) and the datagen feed.
-    let setup = async {
-        eb_run(&eb, "ALTER SYSTEM SET adaptive_scaling_interval_ms = 200").await?;
-        w.mirror.create_schema(&eb, &mut w.gen).await?;
-        for (name, n, def) in FIXED_MVS {
-            run(w.mirror.pg(), &format!("CREATE VIEW {name} AS {def}")).await?;
-            let sql = format!("CREATE MATERIALIZED VIEW {name} WITH (parallelism = {n}) AS {def}");
-            w.mirror.note(&sql);
-            eb_run(&eb, &sql).await?;
-        }
-        for sql in [DATAGEN_TABLE, DATAGEN_MV] {
-            w.mirror.note(sql);
-            eb_run(&eb, sql).await?;
-        }
-        w.gen.refresh_ids(w.mirror.pg()).await
-    };
+    let mut w = Workload::new(eb_dml, pg_mirror, seed);
+    let setup = w.create_schema(&eb);
     setup.await.map_err(|e| st.fail(&format!("setup: {e}")))?;
     for line in &w.mirror.log {
         st.note(line.clone());

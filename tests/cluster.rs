@@ -42,11 +42,10 @@ use tokio_postgres::Client;
 
 use common::cluster::{Cluster, ClusterOptions};
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
-use common::rows::{cell, run, run_within, Row};
+use common::rows::{cell, run_within, Row};
 use common::stores::Stores;
-use common::workload::{Gen, Mirror};
 use common::{Postgres, ServerOptions};
-use workload::{compare_all, dml_task, DmlStats, Log, Shared, Workload};
+use workload::{compare_all, dml_task, Log, Shared, Workload};
 
 const DEFAULT_SEEDS: &[u64] = &[31];
 const DEFAULT_OPS: usize = 100;
@@ -269,30 +268,12 @@ async fn seed_body(
         since_check: Vec::new(),
     };
     let mut eb = common::open(&cluster.conn_str()).await?;
-    let mut w = Workload {
-        eb: common::open(&cluster.conn_str()).await?,
-        gen: Gen::new(seed),
-        mirror: Mirror::new(common::open(&pg.conn_str(db)).await?),
-        ack_faults: 0,
-        failed: false,
-        t2_rows: 0,
-        stats: DmlStats::default(),
-    };
-    let setup = async {
-        eb_run(&eb, "ALTER SYSTEM SET adaptive_scaling_interval_ms = 200").await?;
-        w.mirror.create_schema(&eb, &mut w.gen).await?;
-        for (name, n, def) in FIXED_MVS {
-            run(w.mirror.pg(), &format!("CREATE VIEW {name} AS {def}")).await?;
-            let sql = format!("CREATE MATERIALIZED VIEW {name} WITH (parallelism = {n}) AS {def}");
-            w.mirror.note(&sql);
-            eb_run(&eb, &sql).await?;
-        }
-        for sql in [DATAGEN_TABLE, DATAGEN_MV] {
-            w.mirror.note(sql);
-            eb_run(&eb, sql).await?;
-        }
-        w.gen.refresh_ids(w.mirror.pg()).await
-    };
+    let mut w = Workload::new(
+        common::open(&cluster.conn_str()).await?,
+        common::open(&pg.conn_str(db)).await?,
+        seed,
+    );
+    let setup = w.create_schema(&eb);
     setup.await.map_err(|e| st.fail(&format!("setup: {e}")))?;
     let work = Arc::new(tokio::sync::Mutex::new(w));
     compare_all(&st, &work, &eb, 0)

@@ -15,7 +15,10 @@ use super::common::rows::{
     cell, diff_report, first_cell, multiset, mv_mismatch, run, run_raw_within, Row,
 };
 use super::common::workload::{Gen, Mirror, MVS, TABLES};
-use super::{eb_run, SeedState, DATAGEN_ROWS, FIXED_MVS, RECOVERY_WAIT, STMT_TIMEOUT, T2_MAX_ROWS};
+use super::{
+    eb_run, SeedState, DATAGEN_MV, DATAGEN_ROWS, DATAGEN_TABLE, FIXED_MVS, RECOVERY_WAIT,
+    STMT_TIMEOUT, T2_MAX_ROWS,
+};
 
 /// Everything that happened, from both tasks, for failure reports.
 #[derive(Clone, Default)]
@@ -93,6 +96,38 @@ pub(super) struct Workload {
 }
 
 impl Workload {
+    /// A workload writing through `eb`, mirrored into `pg`.
+    pub(super) fn new(eb: Client, pg: Client, seed: u64) -> Workload {
+        Workload {
+            eb,
+            gen: Gen::new(seed),
+            mirror: Mirror::new(pg),
+            ack_faults: 0,
+            failed: false,
+            t2_rows: 0,
+            stats: DmlStats::default(),
+        }
+    }
+
+    /// The schema, created through `eb`: the tables with acknowledged
+    /// rows, the workload's MVs, the fixed MVs (views in PostgreSQL) and
+    /// the datagen feed; the adaptive policy ticks every 200 ms.
+    pub(super) async fn create_schema(&mut self, eb: &Client) -> Result<(), String> {
+        eb_run(eb, "ALTER SYSTEM SET adaptive_scaling_interval_ms = 200").await?;
+        self.mirror.create_schema(eb, &mut self.gen).await?;
+        for (name, n, def) in FIXED_MVS {
+            run(self.mirror.pg(), &format!("CREATE VIEW {name} AS {def}")).await?;
+            let sql = format!("CREATE MATERIALIZED VIEW {name} WITH (parallelism = {n}) AS {def}");
+            self.mirror.note(&sql);
+            eb_run(eb, &sql).await?;
+        }
+        for sql in [DATAGEN_TABLE, DATAGEN_MV] {
+            self.mirror.note(sql);
+            eb_run(eb, sql).await?;
+        }
+        self.gen.refresh_ids(self.mirror.pg()).await
+    }
+
     fn next_dml(&mut self) -> String {
         if self.t2_rows > T2_MAX_ROWS {
             self.t2_rows -= self.t2_rows / 5;
