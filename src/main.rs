@@ -36,32 +36,25 @@ enum Command {
     Compute(ComputeArgs),
 }
 
+/// What the playground and a cluster's meta both serve: pgwire, the state
+/// and meta stores, barriers, garbage collection, metrics.
 #[derive(clap::Args, Clone)]
-struct MetaArgs {
+struct ServerArgs {
     /// Address of the PostgreSQL wire protocol listener.
     #[arg(long, default_value = "127.0.0.1:4566")]
     listen: SocketAddr,
-    /// Address of meta's RPC listener, where compute processes register.
-    #[arg(long, default_value = "127.0.0.1:5690")]
-    rpc_listen: SocketAddr,
+    /// Where state is kept (the embedded object store and meta store).
+    #[arg(long, default_value = "./ebbflow-data")]
+    data_dir: PathBuf,
+    /// Object store for state files: `file:///dir` or `s3://bucket/prefix`
+    /// (configured by the AWS_* variables; in a cluster, the one every
+    /// compute process uses). Default: `<data-dir>/state`.
+    #[arg(long)]
+    state_store: Option<String>,
     /// Meta store: `sqlite://path` or `postgres://user@host:port/db`.
     /// Default: `<data-dir>/meta.db`.
     #[arg(long)]
     meta_store: Option<String>,
-    /// Object store for state files, shared with every compute process:
-    /// `file:///dir` or `s3://bucket/prefix`. Default: `<data-dir>/state`.
-    #[arg(long)]
-    state_store: Option<String>,
-    /// A file holding the secret every process of the cluster shares (at
-    /// least 16 printable characters).
-    #[arg(long)]
-    cluster_secret_file: PathBuf,
-    /// Where the embedded defaults live.
-    #[arg(long, default_value = "./ebbflow-data")]
-    data_dir: PathBuf,
-    /// Interval between checkpoint barriers.
-    #[arg(long, default_value_t = 250)]
-    barrier_interval_ms: u64,
     /// How long a state file no version references is kept before the
     /// garbage collector deletes it.
     #[arg(long, default_value_t = 60_000)]
@@ -69,10 +62,27 @@ struct MetaArgs {
     /// How often the garbage collector runs.
     #[arg(long, default_value_t = 30_000)]
     gc_interval_ms: u64,
-    /// Address of the Prometheus endpoint (`/metrics`); default
-    /// 127.0.0.1:1250, skipped with a warning when that port is taken.
+    /// Interval between checkpoint barriers.
+    #[arg(long, default_value_t = 250)]
+    barrier_interval_ms: u64,
+    /// Prometheus metrics (`GET /metrics`). Default 127.0.0.1:1250, skipped
+    /// with a warning when that port is taken; an address given here must
+    /// bind.
     #[arg(long)]
     metrics_listen: Option<SocketAddr>,
+}
+
+#[derive(clap::Args, Clone)]
+struct MetaArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Address of meta's RPC listener, where compute processes register.
+    #[arg(long, default_value = "127.0.0.1:5690")]
+    rpc_listen: SocketAddr,
+    /// A file holding the secret every process of the cluster shares (at
+    /// least 16 printable characters).
+    #[arg(long)]
+    cluster_secret_file: PathBuf,
 }
 
 #[derive(clap::Args, Clone)]
@@ -98,62 +108,18 @@ struct ComputeArgs {
     cluster_secret_file: PathBuf,
 }
 
-#[derive(clap::Args, Clone)]
+// `Parser` too: with no subcommand, the defaults are parsed from an empty
+// command line.
+#[derive(clap::Parser, Clone)]
 struct PlaygroundArgs {
-    /// Address of the PostgreSQL wire protocol listener.
-    #[arg(long, default_value = "127.0.0.1:4566")]
-    listen: SocketAddr,
-    /// Where state is kept (the embedded object store and meta store).
-    #[arg(long, default_value = "./ebbflow-data")]
-    data_dir: PathBuf,
-    /// Object store for state files: `file:///dir` or `s3://bucket/prefix`
-    /// (configured by the AWS_* variables). Default: `<data-dir>/state`.
-    #[arg(long)]
-    state_store: Option<String>,
-    /// Meta store: `sqlite://path` or `postgres://user@host:port/db`.
-    /// Default: `<data-dir>/meta.db`.
-    #[arg(long)]
-    meta_store: Option<String>,
-    /// How long a state file no version references is kept before the
-    /// garbage collector deletes it.
-    #[arg(long, default_value_t = 60_000)]
-    gc_grace_ms: u64,
-    /// How often the garbage collector runs.
-    #[arg(long, default_value_t = 30_000)]
-    gc_interval_ms: u64,
+    #[command(flatten)]
+    server: ServerArgs,
     /// Number of in-process compute nodes.
     #[arg(long, default_value_t = 2)]
     compute_nodes: u32,
     /// Parallel units per compute node.
     #[arg(long, default_value_t = 2)]
     parallel_units: u32,
-    /// Interval between checkpoint barriers.
-    #[arg(long, default_value_t = 250)]
-    barrier_interval_ms: u64,
-    /// Prometheus metrics (`GET /metrics`). Default 127.0.0.1:1250, skipped
-    /// with a warning when that port is taken; an address given here must
-    /// bind.
-    #[arg(long)]
-    metrics_listen: Option<SocketAddr>,
-}
-
-impl Default for PlaygroundArgs {
-    fn default() -> Self {
-        PlaygroundArgs {
-            listen: "127.0.0.1:4566"
-                .parse()
-                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 4566))),
-            data_dir: PathBuf::from("./ebbflow-data"),
-            state_store: None,
-            meta_store: None,
-            gc_grace_ms: 60_000,
-            gc_interval_ms: 30_000,
-            compute_nodes: 2,
-            parallel_units: 2,
-            barrier_interval_ms: 250,
-            metrics_listen: None,
-        }
-    }
 }
 
 /// A failed start is one line on stderr (`Error: …`, the causes joined,
@@ -186,32 +152,34 @@ fn main_inner() -> anyhow::Result<()> {
         .build()?;
     match cli.command {
         Some(Command::Playground(a)) => runtime.block_on(run_playground(a)),
-        None => runtime.block_on(run_playground(PlaygroundArgs::default())),
+        // No subcommand: the playground with every default.
+        None => runtime.block_on(run_playground(PlaygroundArgs::parse_from(["playground"]))),
         Some(Command::Meta(a)) => runtime.block_on(run_meta(a)),
         Some(Command::Compute(a)) => runtime.block_on(run_compute(a)),
     }
 }
 
 async fn run_playground(args: PlaygroundArgs) -> anyhow::Result<()> {
-    let handle = start(ServerConfig {
-        listen: args.listen,
-        data_dir: args.data_dir,
-        state_store: args.state_store,
-        meta_store: args.meta_store,
-        gc_grace: std::time::Duration::from_millis(args.gc_grace_ms),
-        gc_interval: std::time::Duration::from_millis(args.gc_interval_ms.max(10)),
-        compute_nodes: args.compute_nodes,
-        parallel_units: args.parallel_units,
-        barrier_interval_ms: args.barrier_interval_ms,
-        cluster: None,
-    })
-    .await?;
-    ebbflow::metrics::start(args.metrics_listen, handle.meta.clone()).await?;
-    serve_until_signal(handle).await
+    serve(args.server, args.compute_nodes, args.parallel_units, None).await
 }
 
 async fn run_meta(args: MetaArgs) -> anyhow::Result<()> {
     let secret = ClusterSecret::from_file(&args.cluster_secret_file).map_err(anyhow::Error::msg)?;
+    let cluster = ClusterRpc {
+        rpc_listen: args.rpc_listen,
+        secret,
+    };
+    serve(args.server, 0, 1, Some(cluster)).await
+}
+
+/// Start the server (the playground, or a cluster's meta when `cluster`
+/// is given) and its metrics, and serve until a signal.
+async fn serve(
+    args: ServerArgs,
+    compute_nodes: u32,
+    parallel_units: u32,
+    cluster: Option<ClusterRpc>,
+) -> anyhow::Result<()> {
     let handle = start(ServerConfig {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -219,13 +187,10 @@ async fn run_meta(args: MetaArgs) -> anyhow::Result<()> {
         meta_store: args.meta_store,
         gc_grace: std::time::Duration::from_millis(args.gc_grace_ms),
         gc_interval: std::time::Duration::from_millis(args.gc_interval_ms.max(10)),
-        compute_nodes: 0,
-        parallel_units: 1,
+        compute_nodes,
+        parallel_units,
         barrier_interval_ms: args.barrier_interval_ms,
-        cluster: Some(ClusterRpc {
-            rpc_listen: args.rpc_listen,
-            secret,
-        }),
+        cluster,
     })
     .await?;
     if let Some(rpc) = handle.rpc_addr {

@@ -257,10 +257,11 @@ impl Meta {
                 .map(|w| w.id);
             let id = known.unwrap_or(st.next_worker_id + 1);
             let client = connect(id).map_err(|e| MetaError::new("08006", e))?;
-            let lost = known.is_some_and(|id| st.actors_on(id) > 0)
-                && known
-                    .and_then(|id| st.workers.get(&id))
-                    .is_some_and(|w| w.state != WorkerState::Down);
+            // The old incarnation died with actors meta has not moved yet.
+            let lost = st
+                .workers
+                .get(&id)
+                .is_some_and(|w| w.state != WorkerState::Down && st.actors_on(id) > 0);
             match st.workers.get_mut(&id) {
                 Some(w) => {
                     let old = std::mem::replace(&mut w.node, client.clone());

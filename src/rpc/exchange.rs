@@ -351,16 +351,19 @@ async fn receive<T: Inbound>(
         }
         for f in batch.frames {
             let msg = match f.body {
-                Some(Body::Message(bytes)) => decode_message(&bytes).map_err(|e| e.to_string())?,
+                Some(Body::Message(bytes)) => {
+                    let m = decode_message(&bytes).map_err(|e| e.to_string())?;
+                    if let Message::Barrier(b) = &m {
+                        last_barrier = Some(b.clone());
+                    }
+                    m
+                }
                 Some(Body::BarrierEpoch(epoch)) => match &last_barrier {
                     Some(b) if b.epoch.curr == epoch => Message::Barrier(b.clone()),
                     _ => return Err(format!("reference to unknown barrier {epoch}")),
                 },
                 None => return Err("empty frame".into()),
             };
-            if let Message::Barrier(b) = &msg {
-                last_barrier = Some(b.clone());
-            }
             let tx = match pairs.entry((f.up, f.down)) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
