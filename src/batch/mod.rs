@@ -15,6 +15,7 @@
 //!     ├─ Aggregate       hash aggregation over accumulators (aggregate.rs)
 //!     ├─ Join            hash join on `on` keys, nested loop without (join.rs)
 //!     ├─ Union           concatenation
+//!     ├─ ExpandVector    one row per vector element (relational.rs)
 //!     └─ TopN            stable sort, then OFFSET / LIMIT (top_n.rs)
 //! ```
 //!
@@ -49,7 +50,7 @@ use crate::planner::logical::LogicalPlan;
 
 pub use aggregate::execute_aggregate;
 pub use join::execute_join;
-pub use relational::{execute_filter, execute_project, execute_values};
+pub use relational::{execute_expand_vector, execute_filter, execute_project, execute_values};
 pub use top_n::execute_top_n;
 
 /// An error raised while executing a batch plan.
@@ -207,6 +208,10 @@ pub fn execute(plan: &LogicalPlan, source: &dyn ScanSource) -> BatchResult<Vec<R
             let width = input_width(input);
             execute_top_n(execute(input, source)?, order, *limit, *offset, width)
         }
+        LogicalPlan::ExpandVector { input, vector } => {
+            let width = input_width(input);
+            execute_expand_vector(execute(input, source)?, vector, width)
+        }
     }
 }
 
@@ -221,6 +226,9 @@ fn input_width(plan: &LogicalPlan) -> usize {
         LogicalPlan::Filter { input, .. } | LogicalPlan::TopN { input, .. } => input_width(input),
         LogicalPlan::Join { left, right, .. } => input_width(left) + input_width(right),
         LogicalPlan::Union { inputs } => inputs.first().map(input_width).unwrap_or(0),
+        LogicalPlan::ExpandVector { input, .. } => {
+            input_width(input) + crate::planner::logical::EXPAND_FIELDS.len()
+        }
     }
 }
 

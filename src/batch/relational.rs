@@ -1,7 +1,7 @@
-//! Row-at-a-time operators: `Values`, `Project`, `Filter`.
+//! Row-at-a-time operators: `Values`, `Project`, `Filter`, `ExpandVector`.
 
 use super::{check_expr, BatchError, BatchResult};
-use crate::common::Row;
+use crate::common::{Row, ScalarValue};
 use crate::expr::Expr;
 
 /// Evaluate constant rows. Each expression sees an empty input row, so a
@@ -95,6 +95,42 @@ pub fn execute_filter(rows: Vec<Row>, predicate: &Expr, width: usize) -> BatchRe
     }
 }
 
+/// One output row per element of the `int2vector` text `vector` evaluates
+/// to: the input row, the element and its 1-based position (see
+/// [`LogicalPlan::ExpandVector`](crate::planner::logical::LogicalPlan)).
+pub fn execute_expand_vector(rows: Vec<Row>, vector: &Expr, width: usize) -> BatchResult<Vec<Row>> {
+    check_expr("vector", vector, width)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let text = match vector.eval(&row)? {
+            None => continue,
+            Some(ScalarValue::Varchar(s)) => s,
+            Some(other) => {
+                return Err(BatchError::internal(format!(
+                    "vector of type {} to expand",
+                    other.data_type()
+                )))
+            }
+        };
+        for (n, elem) in text.split_ascii_whitespace().enumerate() {
+            let x: i16 = elem.parse().map_err(|_| {
+                BatchError::new(
+                    "22P02",
+                    format!("invalid input syntax for type smallint: \"{elem}\""),
+                )
+            })?;
+            let n = i32::try_from(n + 1)
+                .map_err(|_| BatchError::new("54000", "vector has too many elements"))?;
+            let mut r = Vec::with_capacity(width + 2);
+            r.extend(row.iter().cloned());
+            r.push(Some(ScalarValue::Int16(x)));
+            r.push(Some(ScalarValue::Int32(n)));
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_utils::*;
@@ -112,6 +148,42 @@ mod tests {
              2 . f
              3 c .",
         )
+    }
+
+    fn expand(input: LogicalPlan, vector: crate::expr::Expr) -> LogicalPlan {
+        LogicalPlan::ExpandVector {
+            input: Box::new(input),
+            vector,
+        }
+    }
+
+    #[test]
+    fn expand_vector_repeats_rows_per_element() {
+        let src = source();
+        let vector = lit(Some(ScalarValue::varchar("3 1")), DataType::Varchar);
+        let plan = project(
+            expand(src.scan_plan("t"), vector),
+            vec![
+                col(0, DataType::Int32),
+                col(3, DataType::Int16),
+                col(4, DataType::Int32),
+            ],
+        );
+        assert_rows(
+            &execute(&plan, &src).unwrap(),
+            "1 3 1\n1 1 2\n2 3 1\n2 1 2\n3 3 1\n3 1 2",
+        );
+    }
+
+    #[test]
+    fn expand_vector_skips_null_and_rejects_non_integers() {
+        let src =
+            MockSource::new().with_table("v", &[DataType::Int32, DataType::Varchar], "1 7\n2 .");
+        let plan = expand(src.scan_plan("v"), col(1, DataType::Varchar));
+        assert_rows(&execute(&plan, &src).unwrap(), "1 7 7 1");
+        let src = MockSource::new().with_table("v", &[DataType::Int32, DataType::Varchar], "1 x");
+        let plan = expand(src.scan_plan("v"), col(1, DataType::Varchar));
+        assert_eq!(execute(&plan, &src).unwrap_err().code, "22P02");
     }
 
     #[test]

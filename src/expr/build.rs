@@ -77,6 +77,10 @@ pub enum Func {
     RegexIMatch,
     RegexNotIMatch,
     QuoteIdent,
+    /// `[count, value]`: the value of a scalar subquery decorrelated into
+    /// a join with a grouped aggregate, where `count` is how many rows the
+    /// subquery had for this outer row; more than one is an error (21000).
+    ScalarSubquery,
 }
 
 impl Func {
@@ -184,6 +188,7 @@ impl Func {
             Func::RegexIMatch => "texticregexeq",
             Func::RegexNotIMatch => "texticregexne",
             Func::QuoteIdent => "quote_ident",
+            Func::ScalarSubquery => "scalar subquery",
         }
     }
 }
@@ -437,6 +442,11 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         Func::Lower | Func::Upper | Func::QuoteIdent => {
             arity(types == [Varchar])?;
             Ok(func_expr(func, args, Varchar))
+        }
+        Func::ScalarSubquery => {
+            arity(types.len() == 2 && types[0] == Int64)?;
+            let t = types[1];
+            Ok(func_expr(func, args, t))
         }
         Func::Length => {
             arity(types == [Varchar])?;

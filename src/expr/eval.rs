@@ -189,6 +189,18 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
             }
             return Ok(best);
         }
+        Func::ScalarSubquery => {
+            let vals = eval_args(args, row)?;
+            if let Some(ScalarValue::Int64(n)) = arg(&vals, 0)? {
+                if *n > 1 {
+                    return Err(ExprError::new(
+                        "21000",
+                        "more than one row returned by a subquery used as an expression",
+                    ));
+                }
+            }
+            return Ok(arg(&vals, 1)?.clone());
+        }
         Func::NullIf => {
             let vals = eval_args(args, row)?;
             return Ok(match (arg(&vals, 0)?, arg(&vals, 1)?) {

@@ -58,7 +58,21 @@ pub enum LogicalPlan {
         limit: Option<u64>,
         offset: u64,
     },
+    /// Each input row once per element of `vector`, followed by the element
+    /// (`x`, `smallint`) and its 1-based position (`n`, `integer`): what the
+    /// set-returning `information_schema._pg_expandarray` yields in a
+    /// select list. `vector` is a space-separated `int2vector` as ebbflow
+    /// stores them in text (`pg_index.indkey`); NULL or empty yields no
+    /// row. Batch queries only.
+    ExpandVector {
+        input: Box<LogicalPlan>,
+        vector: Expr,
+    },
 }
+
+/// The columns [`LogicalPlan::ExpandVector`] adds: the fields of the
+/// record `_pg_expandarray` returns.
+pub const EXPAND_FIELDS: [(&str, DataType); 2] = [("x", DataType::Int16), ("n", DataType::Int32)];
 
 impl LogicalPlan {
     pub fn fields(&self) -> Vec<Field> {
@@ -74,6 +88,11 @@ impl LogicalPlan {
                 f
             }
             LogicalPlan::Union { inputs } => inputs.first().map(|i| i.fields()).unwrap_or_default(),
+            LogicalPlan::ExpandVector { input, .. } => {
+                let mut f = input.fields();
+                f.extend(EXPAND_FIELDS.map(|(n, t)| Field::new(n, t)));
+                f
+            }
         }
     }
 
@@ -103,6 +122,9 @@ impl LogicalPlan {
                 offset,
                 ..
             } => writeln!(f, "{pad}TopN {order:?} limit={limit:?} offset={offset}")?,
+            LogicalPlan::ExpandVector { vector, .. } => {
+                writeln!(f, "{pad}ExpandVector {vector:?}")?
+            }
         }
         for c in self.children() {
             c.fmt_indent(f, depth + 1)?;
@@ -116,7 +138,8 @@ impl LogicalPlan {
             LogicalPlan::Project { input, .. }
             | LogicalPlan::Filter { input, .. }
             | LogicalPlan::Aggregate { input, .. }
-            | LogicalPlan::TopN { input, .. } => vec![input],
+            | LogicalPlan::TopN { input, .. }
+            | LogicalPlan::ExpandVector { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } => vec![left, right],
             LogicalPlan::Union { inputs } => inputs.iter().collect(),
         }

@@ -250,6 +250,9 @@ impl<'a> StreamPlanner<'a> {
             LogicalPlan::Values { .. } => Err(PlanError::unsupported(
                 "a materialized view without FROM (constant rows)",
             )),
+            LogicalPlan::ExpandVector { .. } => Err(PlanError::unsupported(
+                "set-returning functions in a materialized view",
+            )),
             LogicalPlan::Filter { input, predicate } => {
                 let mut node = self.plan(input)?;
                 node.frag.nodes.push(NodeDesc::Filter {

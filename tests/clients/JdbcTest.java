@@ -1,8 +1,8 @@
 // pgJDBC against ebbflow: connect, prepared DML and queries,
 // ResultSetMetaData, and the DatabaseMetaData calls BI tools (DBeaver,
 // Metabase) browse with: getSchemas, getTables (tables, views and MVs as
-// "MATERIALIZED VIEW"), getColumns. Not yet: getPrimaryKeys, getTypeInfo
-// (see below). Usage: java -cp postgresql.jar JdbcTest.java PORT
+// "MATERIALIZED VIEW"), getColumns, getPrimaryKeys and getTypeInfo.
+// Usage: java -cp postgresql.jar JdbcTest.java PORT
 import java.sql.*;
 import java.util.*;
 
@@ -82,28 +82,47 @@ public class JdbcTest {
             check(cols.get(1).startsWith("name:varchar:YES"), "name column " + cols);
             check(cols.get(2).startsWith("amount:numeric:YES"), "amount column " + cols);
 
-            // getPrimaryKeys is not checked: pgJDBC 42.5 expands pg_index.indkey
-            // with information_schema._pg_expandarray, a set-returning function
-            // in the select list, which ebbflow does not have yet (it fails
-            // with 0A000). The same key is visible through getIndexInfo-free
-            // catalogs: pg_constraint and information_schema.key_column_usage.
+            // getPrimaryKeys: pgJDBC expands pg_index.indkey with the
+            // set-returning information_schema._pg_expandarray.
             List<String> pk = new ArrayList<>();
-            try (Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery(
-                     "select column_name from information_schema.key_column_usage where table_name = 'jt'")) {
-                while (rs.next()) pk.add(rs.getString(1));
+            try (ResultSet rs = meta.getPrimaryKeys(null, "public", "jt")) {
+                while (rs.next()) {
+                    pk.add(rs.getString("COLUMN_NAME") + ":" + rs.getShort("KEY_SEQ") + ":" + rs.getString("PK_NAME"));
+                }
             }
-            check(pk.equals(List.of("id")), "primary key " + pk);
+            check(pk.equals(List.of("id:1:jt_pkey")), "primary key of jt " + pk);
+            try (Statement s = c.createStatement()) {
+                s.execute("create table jk (a int, b varchar, c int, primary key (c, a))");
+            }
+            pk.clear();
+            try (ResultSet rs = meta.getPrimaryKeys(null, "public", "jk")) {
+                while (rs.next()) {
+                    pk.add(rs.getString("TABLE_NAME") + "." + rs.getString("COLUMN_NAME") + ":" + rs.getShort("KEY_SEQ"));
+                }
+            }
+            check(pk.equals(List.of("jk.c:1", "jk.a:2")), "primary key of jk " + pk);
+            pk.clear();
+            try (ResultSet rs = meta.getPrimaryKeys(null, "public", "jv")) {
+                while (rs.next()) pk.add(rs.getString("COLUMN_NAME"));
+            }
+            check(pk.isEmpty(), "a view has no primary key " + pk);
 
-            // getTypeInfo is not checked: pgJDBC 42.5 filters pg_type with a
-            // correlated scalar subquery on pg_class, which ebbflow's binder
-            // refuses (0A000). The types it would list are in pg_type:
-            int types = 0;
-            try (Statement s = c.createStatement();
-                 ResultSet rs = s.executeQuery("select typname, oid from pg_catalog.pg_type")) {
-                while (rs.next()) types++;
+            // getTypeInfo: pgJDBC filters pg_type with a correlated scalar
+            // subquery on pg_class.
+            Map<String, Integer> typeInfo = new HashMap<>();
+            try (ResultSet rs = meta.getTypeInfo()) {
+                while (rs.next()) typeInfo.put(rs.getString("TYPE_NAME"), rs.getInt("DATA_TYPE"));
             }
-            check(types > 10, "pg_type rows " + types);
+            check(Integer.valueOf(Types.INTEGER).equals(typeInfo.get("int4")), "int4 " + typeInfo);
+            check(Integer.valueOf(Types.BIGINT).equals(typeInfo.get("int8")), "int8 " + typeInfo);
+            check(Integer.valueOf(Types.SMALLINT).equals(typeInfo.get("int2")), "int2 " + typeInfo);
+            check(Integer.valueOf(Types.VARCHAR).equals(typeInfo.get("text")), "text " + typeInfo);
+            check(Integer.valueOf(Types.VARCHAR).equals(typeInfo.get("varchar")), "varchar " + typeInfo);
+            check(Integer.valueOf(Types.NUMERIC).equals(typeInfo.get("numeric")), "numeric " + typeInfo);
+            check(Integer.valueOf(Types.DOUBLE).equals(typeInfo.get("float8")), "float8 " + typeInfo);
+            check(Integer.valueOf(Types.BIT).equals(typeInfo.get("bool")), "bool " + typeInfo);
+            check(Integer.valueOf(Types.DATE).equals(typeInfo.get("date")), "date " + typeInfo);
+            check(Integer.valueOf(Types.TIMESTAMP).equals(typeInfo.get("timestamp")), "timestamp " + typeInfo);
             check(meta.getDatabaseProductName().equals("PostgreSQL"), "product name");
         }
         System.out.println("jdbc: ok");

@@ -38,6 +38,19 @@ impl BExpr {
     }
 }
 
+/// The elements of a constant one-dimensional array in its text form
+/// (`{a,"b c"}`), or `None` if `text` is not one.
+pub(super) fn const_array_elements(text: &str) -> Option<Vec<String>> {
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    Some(
+        inner
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim_matches('"').to_string())
+            .collect(),
+    )
+}
+
 /// `(qualifier, column)` of a column reference.
 fn column_ref_parts(parts: &[ast::Ident]) -> SqlResult<(Option<String>, String)> {
     let norm = |i: &ast::Ident| ident_value(&i.value, i.quote_style);
@@ -134,9 +147,10 @@ impl Binder<'_> {
     }
 
     /// `(constant array text)[n]`, as drivers write over
-    /// `current_schemas(true)` (pgJDBC's `getSchemas`): ebbflow has no
-    /// array type, so only a constant `{a,b,…}` text can be subscripted;
-    /// the element comes back as varchar (NULL when out of range).
+    /// `current_schemas(true)` (pgJDBC's `getSchemas` and type cache):
+    /// ebbflow has no array type, so only a constant `{a,b,…}` text can be
+    /// subscripted; the element comes back as varchar (NULL when out of
+    /// range). A non-constant index picks the element with a CASE.
     fn bind_constant_subscript(
         &mut self,
         scope: &Scope,
@@ -157,22 +171,39 @@ impl Binder<'_> {
             } => s,
             _ => return Err(unsupported()),
         };
-        let n = match self.resolve(index, DataType::Int32)? {
-            Expr::Literal {
-                value: Some(ScalarValue::Int32(n)),
-                ..
-            } => n,
-            _ => return Err(unsupported()),
+        let elements = const_array_elements(&text).ok_or_else(unsupported)?;
+        let index = self.resolve(index, DataType::Int32)?;
+        if !index.return_type().is_integer() {
+            return Err(SqlError::new(
+                "42804",
+                "array subscript must have type integer",
+            ));
+        }
+        let n = match &index {
+            Expr::Literal { value: None, .. } => None,
+            Expr::Literal { value: Some(v), .. } => v.as_i64(),
+            _ => {
+                let mut whens = Vec::with_capacity(elements.len());
+                for (i, e) in (1_i32..).zip(elements) {
+                    let k = Expr::literal(Some(ScalarValue::Int32(i)), DataType::Int32);
+                    let then = Expr::literal(Some(ScalarValue::varchar(e)), DataType::Varchar);
+                    whens.push((build_func(Func::Eq, vec![index.clone(), k])?, then));
+                }
+                if whens.is_empty() {
+                    return Ok(BExpr::Typed(Expr::literal(None, DataType::Varchar)));
+                }
+                return Ok(BExpr::Typed(Expr::Case {
+                    whens,
+                    else_: None,
+                    ty: DataType::Varchar,
+                }));
+            }
         };
-        let inner = text
-            .strip_prefix('{')
-            .and_then(|t| t.strip_suffix('}'))
-            .ok_or_else(unsupported)?;
-        let element = usize::try_from(n)
-            .ok()
+        let element = n
+            .and_then(|n| usize::try_from(n).ok())
             .and_then(|n| n.checked_sub(1))
-            .and_then(|i| inner.split(',').filter(|s| !s.is_empty()).nth(i));
-        let value = element.map(|s| ScalarValue::Varchar(s.trim_matches('"').into()));
+            .and_then(|i| elements.into_iter().nth(i));
+        let value = element.map(ScalarValue::varchar);
         Ok(BExpr::Typed(Expr::literal(value, DataType::Varchar)))
     }
 
@@ -203,9 +234,12 @@ impl Binder<'_> {
             }
             E::Interval(iv) => typed(interval_literal(iv)?),
             E::Nested(inner) => self.bind_expr(scope, inner),
-            E::CompoundFieldAccess { root, access_chain } => {
-                self.bind_constant_subscript(scope, e, root, access_chain)
-            }
+            E::CompoundFieldAccess { root, access_chain } => match access_chain.as_slice() {
+                [ast::AccessExpr::Dot(E::Identifier(field))] => {
+                    self.bind_field_access(scope, e, root, field)
+                }
+                _ => self.bind_constant_subscript(scope, e, root, access_chain),
+            },
             E::UnaryOp { op, expr } => match op {
                 UnaryOperator::Minus => {
                     if let E::Value(v) = expr.as_ref() {
@@ -512,9 +546,8 @@ impl Binder<'_> {
                 Expr::literal(Some(ScalarValue::Boolean(*negated)), DataType::Boolean),
             ),
             E::Subquery(q) if self.over_empty_catalog(q) => Ok(BExpr::Unknown(Unknown::Null)),
-            E::Exists { .. } | E::Subquery(_) => {
-                Err(SqlError::unsupported("subqueries in expressions"))
-            }
+            E::Subquery(q) => self.bind_scalar_subquery(scope, q),
+            E::Exists { .. } => Err(SqlError::unsupported("EXISTS subqueries")),
             E::Tuple(_) => Err(SqlError::unsupported("row constructors")),
             E::Array(_) => Err(SqlError::unsupported("arrays")),
             E::Extract { .. } => Err(SqlError::unsupported("EXTRACT")),

@@ -283,10 +283,17 @@ impl Binder<'_> {
             TableFactor::Table {
                 name, alias, args, ..
             } => {
-                if args.is_some() {
-                    return Err(SqlError::unsupported(format!("table function {name}")));
-                }
                 let (schema, rel) = relation_name(name)?;
+                if let Some(args) = args {
+                    if !super::series::is_generate_series(schema.as_deref(), &rel) {
+                        return Err(SqlError::unsupported(format!("table function {name}")));
+                    }
+                    let (plan, mut scope) = self.bind_generate_series(&rel, &args.args)?;
+                    if let Some(a) = alias {
+                        apply_alias(&mut scope, a)?;
+                    }
+                    return Ok((plan, scope));
+                }
                 let cte = if schema.is_none() {
                     self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned()
                 } else {

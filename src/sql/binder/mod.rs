@@ -16,6 +16,7 @@
 //! `varchar` when nothing says otherwise. The context-inferred types of
 //! parameters are what [`describe`] reports to the extended protocol.
 
+mod composite;
 mod copy;
 mod ddl;
 mod dml;
@@ -27,6 +28,8 @@ mod pg_funcs;
 mod query;
 mod scope;
 mod select;
+mod series;
+mod subquery;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -129,6 +132,9 @@ pub(super) struct Binder<'a> {
     views_used: Vec<crate::meta::catalog::TableId>,
     /// How many views deep the binder is.
     view_depth: usize,
+    /// Scalar subqueries of the clause being bound, when that clause may
+    /// have them (see [`subquery`]).
+    applies: Option<subquery::Applies>,
 }
 
 impl<'a> Binder<'a> {
@@ -141,6 +147,7 @@ impl<'a> Binder<'a> {
             streaming: false,
             views_used: Vec::new(),
             view_depth: 0,
+            applies: None,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },
@@ -162,6 +169,7 @@ impl<'a> Binder<'a> {
         match stmt {
             S::Query(q) => {
                 let bq = self.bind_query(q)?;
+                composite::check_no_records(&bq.names)?;
                 Ok(BoundStatement::Query {
                     plan: bq.plan,
                     names: bq.names,

@@ -82,7 +82,8 @@ pub(super) fn oid_type(name: &str) -> Option<&'static str> {
         "oid" => Some("oid"),
         "regclass" => Some("regclass"),
         "regtype" => Some("regtype"),
-        "regproc" | "regprocedure" | "regnamespace" | "regrole" => Some("oid"),
+        "regproc" | "regprocedure" => Some("regproc"),
+        "regnamespace" | "regrole" => Some("oid"),
         _ => None,
     }
 }
@@ -228,7 +229,7 @@ impl Binder<'_> {
             .collect()
     }
 
-    /// `expr::regclass`, `expr::regtype`, `expr::oid`.
+    /// `expr::regclass`, `expr::regtype`, `expr::regproc`, `expr::oid`.
     pub(super) fn bind_oid_cast(&mut self, inner: BExpr, target: &str) -> SqlResult<Expr> {
         match (target, inner) {
             ("regclass", BExpr::Unknown(Unknown::Str(name))) => {
@@ -277,6 +278,12 @@ impl Binder<'_> {
                     .collect();
                 let otherwise = build_cast(x.clone(), DataType::Varchar, true)?;
                 oid_case(x, names, otherwise)
+            }
+            // The catalogs name functions (`pg_type.typinput`) rather than
+            // give them OIDs: a function name literal stays its name.
+            ("regproc", BExpr::Unknown(Unknown::Str(name))) => {
+                let name = name.trim();
+                Ok(text(name.strip_prefix("pg_catalog.").unwrap_or(name)))
             }
             (_, b) => self.oid_arg(b),
         }
@@ -336,6 +343,31 @@ impl Binder<'_> {
                     path.insert(0, "pg_catalog".into());
                 }
                 text(format!("{{{}}}", path.join(",")))
+            }
+            "array_upper" | "array_length" => {
+                arity(n == 2)?;
+                let (Some(dim), Some(array)) = (args.pop(), args.pop()) else {
+                    return Err(SqlError::new("XX000", "missing arguments"));
+                };
+                let constant = |e: Expr| match e {
+                    Expr::Literal { value, .. } => Ok(value),
+                    _ => Err(SqlError::unsupported(format!(
+                        "{name} of a non-constant array"
+                    ))),
+                };
+                let array = constant(self.resolve(array, DataType::Varchar)?)?;
+                let dim = constant(self.resolve(dim, DataType::Int32)?)?;
+                let elements = match &array {
+                    Some(ScalarValue::Varchar(s)) => super::expr::const_array_elements(s)
+                        .ok_or_else(|| {
+                            SqlError::new("22P02", format!("malformed array literal: \"{s}\""))
+                        })?,
+                    _ => Vec::new(),
+                };
+                match dim.and_then(|d| d.as_i64()) {
+                    Some(1) if !elements.is_empty() => int(elements.len() as i64),
+                    _ => Expr::literal(None, DataType::Int32),
+                }
             }
             "now"
             | "current_timestamp"

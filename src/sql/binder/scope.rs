@@ -37,6 +37,8 @@ impl Scope {
     ) -> Scope {
         let mut scope = Scope::default();
         for (i, (name, ty, hidden)) in cols.into_iter().enumerate() {
+            // Fields of a record column are reached by field access only.
+            let hidden = hidden || super::composite::is_field_column(&name);
             if !hidden {
                 scope.star.push(i);
             }
@@ -131,6 +133,48 @@ impl Scope {
                 }
             }
         }
+    }
+
+    /// Field `field` of record column `column` (see
+    /// [`field_column`](super::composite::field_column)).
+    pub fn resolve_field(
+        &self,
+        qualifier: Option<&str>,
+        column: &str,
+        field: &str,
+    ) -> SqlResult<usize> {
+        let name = super::composite::field_column(column, field);
+        let found = self.columns.iter().position(|c| {
+            c.name == name
+                && match qualifier {
+                    Some(q) => c.table.as_deref() == Some(q),
+                    None => c.unqualified,
+                }
+        });
+        if let Some(i) = found {
+            return Ok(i);
+        }
+        if self.has_field_columns(column) {
+            return Err(SqlError::new(
+                "42703",
+                format!("could not identify column \"{field}\" in record data type"),
+            ));
+        }
+        // Not a record: a plain column gets PostgreSQL's message for it.
+        let i = self.resolve(qualifier, column)?;
+        Err(SqlError::new(
+            "42809",
+            format!(
+                "column notation .{field} applied to type {}, which is not a composite type",
+                self.columns[i].ty.pg_name()
+            ),
+        ))
+    }
+
+    /// Whether some column is a field of record column `column`.
+    pub fn has_field_columns(&self, column: &str) -> bool {
+        let prefix = super::composite::field_column(column, "");
+        self.columns.iter().any(|c| c.name.starts_with(&prefix))
     }
 
     /// The visible columns of table `q` (`q.*`).

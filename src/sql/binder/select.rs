@@ -4,8 +4,10 @@
 use sqlparser::ast::{self, Distinct, GroupByExpr, OrderByExpr, SelectItem, Value};
 
 use super::expr::BExpr;
+use super::from::{and_all, split_and};
 use super::func::{contains_aggregate, figure_name};
 use super::scope::Scope;
+use super::subquery::Applies;
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
 use crate::expr::{AggCall, AggKind, Expr};
@@ -177,11 +179,41 @@ impl Binder<'_> {
         self.ctx = ExprCtx::Plain {
             agg_error: "aggregate functions are not allowed in WHERE",
         };
+        // Subqueries are bound while their clause is; `applies` holds
+        // those of the current clause (restored for the enclosing query).
+        let outer_applies = self.applies.replace(Applies::new(scope.len()));
         let predicate = match &s.selection {
             Some(w) => Some(self.bind_bool(&scope, w, "WHERE")?),
             None => None,
         };
-        let mut plan = self.build_from(items, predicate)?;
+        let applies = self
+            .applies
+            .take()
+            .unwrap_or_else(|| Applies::new(scope.len()));
+        let mut plan = if applies.is_empty() {
+            self.build_from(items, predicate)?
+        } else {
+            // Terms reading a subquery's value filter after its join.
+            let base = scope.len();
+            let mut terms = Vec::new();
+            if let Some(p) = predicate {
+                split_and(p, &mut terms);
+            }
+            let (after, before): (Vec<Expr>, Vec<Expr>) = terms.into_iter().partition(|t| {
+                let mut refs = Vec::new();
+                t.collect_input_refs(&mut refs);
+                refs.iter().any(|&i| i >= base)
+            });
+            let plan = self.build_from(items, and_all(before)?)?;
+            let plan = applies.attach(plan, &mut scope)?;
+            match and_all(after)? {
+                Some(predicate) => LogicalPlan::Filter {
+                    input: Box::new(plan),
+                    predicate,
+                },
+                None => plan,
+            }
+        };
 
         // Grouping.
         let has_agg = !group_exprs.is_empty()
@@ -193,6 +225,7 @@ impl Binder<'_> {
                 _ => false,
             })
             || order_by.iter().any(|o| contains_aggregate(&o.expr));
+        plan = self.expand_select_list(&mut scope, plan, &s.projection, has_agg)?;
         if has_agg {
             self.ctx = ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed in GROUP BY",
@@ -214,12 +247,31 @@ impl Binder<'_> {
             };
         }
 
-        // Select list.
+        // Select list (and ORDER BY): scalar subqueries only without
+        // aggregation, whose output is not the row they would join to.
+        if !has_agg {
+            self.applies = Some(Applies::new(scope.len()));
+        }
         let mut exprs = Vec::new();
         let mut names = Vec::new();
         let mut unknown = Vec::new();
         for item in &s.projection {
             match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
+                    if super::composite::srf_arg(e).is_some() =>
+                {
+                    let alias = match item {
+                        SelectItem::ExprWithAlias { alias, .. } => {
+                            Some(ident_value(&alias.value, alias.quote_style))
+                        }
+                        _ => None,
+                    };
+                    for (e, name) in self.srf_item(&scope, alias.as_deref())? {
+                        exprs.push(e);
+                        names.push(name);
+                        unknown.push(false);
+                    }
+                }
                 SelectItem::UnnamedExpr(e) => {
                     let b = self.bind_expr(&scope, e)?;
                     unknown.push(is_unknown(&b));
@@ -305,6 +357,11 @@ impl Binder<'_> {
                 nulls_first,
             });
         }
+
+        if let Some(applies) = self.applies.take() {
+            plan = applies.attach(plan, &mut scope)?;
+        }
+        self.applies = outer_applies;
 
         // Build: [Project → Aggregate → Filter(HAVING)] → Project.
         let ctx = std::mem::replace(
