@@ -1,5 +1,7 @@
-//! Views survive a restart: they are persisted with the catalog, and a
-//! view and a materialized view over it work on the restarted server.
+//! Views survive a restart: they are persisted with the catalog (a
+//! replaced view as replaced), and a view and a materialized view over it
+//! work on the restarted server, which still knows the MV depends on the
+//! view.
 //! (The view behaviour itself is in `e2e_test/ddl/views.slt`.)
 
 mod common;
@@ -37,7 +39,8 @@ fn views_survive_a_restart() {
         c.batch_execute(
             "create table t (k int primary key, v varchar);
              insert into t values (1, 'a'), (2, 'b'), (3, 'c');
-             create view big (key) as select k from t where k > 1;
+             create view big (key) as select k from t where k > 2;
+             create or replace view big (key, val) as select k, v from t where k > 1;
              create materialized view big_count as select count(*)::int as n from big;
              flush",
         )
@@ -70,11 +73,18 @@ fn views_survive_a_restart() {
             .map(|r| r.get(0))
             .collect();
         assert_eq!(kinds, ["v"]);
-        let err = c.batch_execute("drop table t").await.expect_err("depends");
-        assert!(
-            err.as_db_error()
-                .is_some_and(|e| e.code().code() == "2BP01"),
-            "{err:?}"
+        for sql in ["drop table t", "drop view big"] {
+            // The MV depends on the view it read, not only on the table.
+            let err = c.batch_execute(sql).await.expect_err("depends");
+            assert!(
+                err.as_db_error()
+                    .is_some_and(|e| e.code().code() == "2BP01"),
+                "{sql}: {err:?}"
+            );
+        }
+        assert_eq!(
+            keys(&c, "select count(*)::int from big where val is not null").await,
+            [3]
         );
     });
 }

@@ -56,6 +56,7 @@ async fn create_mv(
         "test".into(),
         BTreeMap::new(),
         Parallelism::Adaptive,
+        Vec::new(),
     )
     .await
     .unwrap();

@@ -136,6 +136,16 @@ impl Meta {
                     descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));
                 }
             }
+            if let Some(gone) = graph.views.iter().find(|v| !st.relations.contains_key(v)) {
+                for f in &frag_ids {
+                    st.fragments.remove(f);
+                }
+                return Err(MetaError::new(
+                    "42P01",
+                    format!("relation with id {gone} does not exist"),
+                ));
+            }
+            upstreams.extend(graph.views.iter().copied());
             upstreams.sort_unstable();
             upstreams.dedup();
             desc.columns = graph.columns.clone();

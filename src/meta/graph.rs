@@ -55,6 +55,9 @@ pub struct PlanGraph {
     pub singleton: bool,
     /// State tables created for the job (the relation's own id excluded).
     pub internal_tables: Vec<TableId>,
+    /// Plain views the query named: inlined into the plan, so no fragment
+    /// reads them, but the relation depends on them (DROP VIEW refuses).
+    pub views: Vec<TableId>,
 }
 
 /// What the planner needs to know of existing relations.

@@ -3,6 +3,11 @@
 //! catalog (so it survives a restart), lists the relations its query names
 //! as upstreams (so `DROP TABLE` refuses, or cascades, as for a
 //! materialized view), and is dropped like any relation.
+//!
+//! `CREATE OR REPLACE VIEW` keeps the view's id, and so what depends on it,
+//! and follows PostgreSQL: the new query must yield the old columns, same
+//! names and types in the same order, and may add columns after them
+//! (42P16 otherwise); a view cannot come to depend on itself (42P17).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,23 +24,100 @@ impl Meta {
         columns: Vec<ColumnDesc>,
         definition: String,
         upstreams: Vec<TableId>,
+        or_replace: bool,
     ) -> MetaResult<()> {
         let _ddl = self.ddl_lock.lock().await;
         {
             let mut st = self.state.lock();
-            Self::check_name_free(&st, &name)?;
+            let existing = st.relation_by_name(&name).map(|r| r.desc.clone());
+            let id = match existing {
+                Some(old) if or_replace => {
+                    check_replacement(&st, &old, &columns, &upstreams)?;
+                    Some(old.id)
+                }
+                _ => {
+                    Self::check_name_free(&st, &name)?;
+                    None
+                }
+            };
             if let Some(gone) = upstreams.iter().find(|t| !st.relations.contains_key(t)) {
                 return Err(MetaError::new(
                     "42P01",
                     format!("relation with id {gone} does not exist"),
                 ));
             }
-            let id = st.alloc_table_id();
+            let id = match id {
+                Some(id) => id,
+                None => st.alloc_table_id(),
+            };
             insert_view(&mut st, id, name, columns, definition, upstreams);
         }
         self.persist_catalog().await?;
         Ok(())
     }
+}
+
+/// Whether `old` may be replaced by a view of `columns` reading
+/// `upstreams` (see the module doc).
+fn check_replacement(
+    st: &MetaState,
+    old: &RelationDesc,
+    columns: &[ColumnDesc],
+    upstreams: &[TableId],
+) -> MetaResult<()> {
+    if old.kind != RelationKind::View {
+        return Err(MetaError::new(
+            "42809",
+            format!("\"{}\" is not a view", old.name),
+        ));
+    }
+    if columns.len() < old.columns.len() {
+        return Err(MetaError::new("42P16", "cannot drop columns from view"));
+    }
+    for (o, n) in old.columns.iter().zip(columns) {
+        if o.name != n.name {
+            return Err(MetaError::new(
+                "42P16",
+                format!(
+                    "cannot change name of view column \"{}\" to \"{}\"",
+                    o.name, n.name
+                ),
+            ));
+        }
+        if o.data_type != n.data_type {
+            return Err(MetaError::new(
+                "42P16",
+                format!(
+                    "cannot change data type of view column \"{}\" from {} to {}",
+                    o.name,
+                    o.data_type.pg_name(),
+                    n.data_type.pg_name()
+                ),
+            ));
+        }
+    }
+    // Everything the new query reads, transitively, must not be the view.
+    let mut seen: Vec<TableId> = Vec::new();
+    let mut todo: Vec<TableId> = upstreams.to_vec();
+    while let Some(t) = todo.pop() {
+        if t == old.id {
+            return Err(MetaError::new(
+                "42P17",
+                format!(
+                    "infinite recursion detected in rules for relation \"{}\"",
+                    old.name
+                ),
+            ));
+        }
+        if seen.contains(&t) {
+            continue;
+        }
+        seen.push(t);
+        if let Some(r) = st.relations.get(&t) {
+            todo.extend(r.upstreams.iter().copied());
+        }
+    }
+    Ok(())
 }
 
 fn insert_view(

@@ -152,6 +152,7 @@ impl<'a> StreamPlanner<'a> {
             dist_key,
             singleton,
             internal_tables: self.internal_tables,
+            views: Vec::new(),
         })
     }
 
@@ -569,5 +570,6 @@ pub fn plan_table(
         dist_key: pk.to_vec(),
         singleton: false,
         internal_tables,
+        views: Vec::new(),
     }
 }

@@ -49,8 +49,12 @@ pub enum BoundStatement {
         definition: String,
         with_options: BTreeMap<String, String>,
         if_not_exists: bool,
+        /// Plain views the query named (inlined into `plan`): the MV
+        /// depends on them.
+        views: Vec<TableId>,
     },
-    /// `CREATE VIEW name [(cols)] AS query`: stored as its query text.
+    /// `CREATE [OR REPLACE] VIEW name [(cols)] AS query`: stored as its
+    /// query text.
     CreateView {
         name: String,
         columns: Vec<ColumnDesc>,
@@ -59,6 +63,9 @@ pub enum BoundStatement {
         /// depends on them.
         upstreams: Vec<TableId>,
         if_not_exists: bool,
+        /// `OR REPLACE`: an existing view's columns must stay a prefix of
+        /// the new ones (checked by meta, 42P16).
+        or_replace: bool,
     },
     Drop {
         kind: RelationKind,

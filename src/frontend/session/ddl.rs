@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{command, fields, int, rows_result, text, FResult, LocalSession};
 use crate::common::DataType;
 use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::catalog::{ColumnDesc, RelationKind};
+use crate::meta::catalog::{ColumnDesc, RelationKind, TableId};
 use crate::meta::graph::{PlanGraph, UpstreamSnapshot};
 use crate::meta::reschedule::{ScaleKind, ScaleSummary};
 use crate::meta::service::{relation_desc, table_columns, Parallelism};
@@ -80,7 +80,9 @@ pub(crate) async fn create_table_job(
 }
 
 /// Creates a materialized view of `plan` as a streaming job. Runtime tests
-/// create MVs of hand-made plans with it too.
+/// create MVs of hand-made plans with it too. `views` are the plain views
+/// the query named (inlined into `plan`), which the MV depends on.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn create_mv_job(
     meta: &Arc<Meta>,
     name: String,
@@ -89,9 +91,11 @@ pub(crate) async fn create_mv_job(
     definition: String,
     with_options: BTreeMap<String, String>,
     parallelism: Parallelism,
+    views: Vec<TableId>,
 ) -> FResult<()> {
     let id = meta.alloc_table_id();
-    let graph = plan_mv(meta, plan, column_names, id)?;
+    let mut graph = plan_mv(meta, plan, column_names, id)?;
+    graph.views = views;
     let desc = relation_desc(
         id,
         name,
@@ -140,6 +144,7 @@ impl LocalSession {
         column_names: &[String],
         definition: String,
         with_options: BTreeMap<String, String>,
+        views: Vec<TableId>,
     ) -> FResult<()> {
         let parallelism = self.parallelism_for(&with_options)?;
         create_mv_job(
@@ -150,6 +155,7 @@ impl LocalSession {
             definition,
             with_options,
             parallelism,
+            views,
         )
         .await
     }

@@ -333,9 +333,10 @@ impl LocalSession {
                 definition,
                 with_options,
                 if_not_exists,
+                views,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    self.create_mv(name, &plan, &column_names, definition, with_options)
+                    self.create_mv(name, &plan, &column_names, definition, with_options, views)
                         .await?;
                 }
                 Ok(command("CREATE MATERIALIZED VIEW"))
@@ -346,10 +347,11 @@ impl LocalSession {
                 definition,
                 upstreams,
                 if_not_exists,
+                or_replace,
             } => {
-                if !self.name_taken(&name, if_not_exists)? {
+                if or_replace || !self.name_taken(&name, if_not_exists)? {
                     self.meta
-                        .create_view(name, columns, definition, upstreams)
+                        .create_view(name, columns, definition, upstreams, or_replace)
                         .await?;
                 }
                 Ok(command("CREATE VIEW"))

@@ -165,9 +165,11 @@ impl Binder<'_> {
         }
         let name = create_name(&cv.name)?;
         self.streaming = true;
+        let views_before = self.views_used.len();
         let bq = self.bind_query(&cv.query);
         self.streaming = false;
         let bq = bq?;
+        let views = self.views_used.drain(views_before..).collect();
         let column_names = view_column_names(cv, bq.names, "CREATE MATERIALIZED VIEW")?;
         Ok(BoundStatement::CreateMaterializedView {
             name,
@@ -176,6 +178,7 @@ impl Binder<'_> {
             definition: cv.query.to_string(),
             with_options: with_options(&cv.options)?,
             if_not_exists: cv.if_not_exists,
+            views,
         })
     }
 

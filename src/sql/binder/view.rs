@@ -14,9 +14,9 @@ use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use crate::planner::logical::LogicalPlan;
 use crate::sql::{BoundStatement, SqlError, SqlResult};
 
-/// Views naming views: deeper than this is refused (a cycle cannot be
-/// created without `CREATE OR REPLACE`, which is not supported, but a
-/// corrupt catalog must not overflow the stack).
+/// Views naming views: deeper than this is refused (meta refuses a
+/// `CREATE OR REPLACE VIEW` that would make a cycle, but a corrupt catalog
+/// must not overflow the stack).
 const MAX_VIEW_DEPTH: usize = 32;
 
 /// The relations a plan scans (views are already inlined into theirs).
@@ -33,8 +33,13 @@ fn scanned(plan: &LogicalPlan, out: &mut Vec<TableId>) {
 
 impl Binder<'_> {
     pub(super) fn bind_plain_view(&mut self, cv: &ast::CreateView) -> SqlResult<BoundStatement> {
-        if cv.or_replace || cv.or_alter {
-            return Err(SqlError::unsupported("CREATE OR REPLACE VIEW"));
+        if cv.or_alter {
+            return Err(SqlError::unsupported("CREATE OR ALTER VIEW"));
+        }
+        if cv.or_replace && cv.if_not_exists {
+            return Err(SqlError::syntax(
+                "syntax error: OR REPLACE and IF NOT EXISTS cannot be combined",
+            ));
         }
         if cv.temporary {
             return Err(SqlError::unsupported("temporary views"));
@@ -64,6 +69,7 @@ impl Binder<'_> {
             definition: cv.query.to_string(),
             upstreams,
             if_not_exists: cv.if_not_exists,
+            or_replace: cv.or_replace,
         })
     }
 

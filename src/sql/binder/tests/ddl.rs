@@ -61,7 +61,9 @@ fn ddl_create_mv() {
             with_options,
             if_not_exists,
             plan,
+            views,
         } => {
+            assert!(views.is_empty());
             assert_eq!(name, "m");
             assert_eq!(column_names, names(&["a", "bee"]));
             assert_eq!(definition, "SELECT a, b AS bee FROM t");
@@ -78,7 +80,14 @@ fn ddl_create_mv() {
         other => panic!("{other:?}"),
     }
     err("CREATE MATERIALIZED VIEW m AS SELECT a, a FROM t", "42701");
-    err("CREATE OR REPLACE VIEW m AS SELECT a FROM t", "0A000");
+    err("CREATE OR ALTER VIEW m AS SELECT a FROM t", "0A000");
+    assert!(matches!(
+        ok("CREATE OR REPLACE VIEW m AS SELECT a FROM t"),
+        BoundStatement::CreateView {
+            or_replace: true,
+            ..
+        }
+    ));
     match ok("CREATE VIEW m (x) AS SELECT a FROM t") {
         BoundStatement::CreateView {
             columns, upstreams, ..
