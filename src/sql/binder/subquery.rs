@@ -170,7 +170,7 @@ impl Binder<'_> {
         }
         let Some(mut applies) = self.applies.take() else {
             return Err(SqlError::unsupported(
-                "subqueries in expressions outside WHERE and the select list",
+                "subqueries outside the WHERE clause and select list of a non-aggregating SELECT",
             ));
         };
         let saved = std::mem::replace(
