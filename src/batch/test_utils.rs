@@ -40,6 +40,7 @@ impl MockSource {
             user_pk: false,
             definition: None,
             with_options: BTreeMap::new(),
+            append_only: false,
         };
         self.tables
             .insert(name.to_string(), (Arc::new(desc), parse_rows(rows, types)));

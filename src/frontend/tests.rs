@@ -35,6 +35,7 @@ async fn create_table(meta: &Meta, name: &str, cols: &[&str], pk: Vec<usize>) ->
         pk,
         BTreeMap::new(),
         Parallelism::Adaptive,
+        false,
     )
     .await
     .unwrap();
@@ -293,6 +294,7 @@ async fn datagen_feeds_a_table_exactly_once() {
         vec![],
         opts,
         Parallelism::Adaptive,
+        false,
     )
     .await
     .unwrap();

@@ -16,6 +16,10 @@ pub enum RelationKind {
     /// A plain view: no state of its own; its query (`definition`) is
     /// bound in place wherever the view is named.
     View,
+    /// `CREATE SOURCE`: columns and connector options, no state of its
+    /// own. Every job reading it runs its own source fragment (rows are
+    /// not stored; only each split's progress is, per job).
+    Source,
     /// A relation of `rw_catalog` (or `pg_catalog`/`information_schema`)
     /// computed from meta on each read.
     System,
@@ -27,6 +31,7 @@ impl RelationKind {
             RelationKind::Table => "table",
             RelationKind::MaterializedView => "materialized view",
             RelationKind::View => "view",
+            RelationKind::Source => "source",
             RelationKind::System => "system catalog",
         }
     }
@@ -78,6 +83,10 @@ pub struct RelationDesc {
     pub definition: Option<String>,
     /// `WITH (...)` options as given (lower-case keys).
     pub with_options: BTreeMap<String, String>,
+    /// `CREATE TABLE … APPEND ONLY`: rows are only ever inserted (UPDATE
+    /// and DELETE are refused), so nothing looks a row up by its key.
+    #[serde(default)]
+    pub append_only: bool,
 }
 
 impl RelationDesc {

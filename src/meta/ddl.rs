@@ -136,7 +136,12 @@ impl Meta {
                     descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));
                 }
             }
-            if let Some(gone) = graph.views.iter().find(|v| !st.relations.contains_key(v)) {
+            if let Some(gone) = graph
+                .views
+                .iter()
+                .chain(&graph.sources)
+                .find(|v| !st.relations.contains_key(v))
+            {
                 for f in &frag_ids {
                     st.fragments.remove(f);
                 }
@@ -145,7 +150,7 @@ impl Meta {
                     format!("relation with id {gone} does not exist"),
                 ));
             }
-            upstreams.extend(graph.views.iter().copied());
+            upstreams.extend(graph.views.iter().chain(&graph.sources).copied());
             upstreams.sort_unstable();
             upstreams.dedup();
             desc.columns = graph.columns.clone();

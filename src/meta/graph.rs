@@ -58,6 +58,9 @@ pub struct PlanGraph {
     /// Plain views the query named: inlined into the plan, so no fragment
     /// reads them, but the relation depends on them (DROP VIEW refuses).
     pub views: Vec<TableId>,
+    /// Sources the job reads: each is a source fragment of the job's own,
+    /// and the relation depends on them (DROP SOURCE refuses).
+    pub sources: Vec<TableId>,
 }
 
 /// What the planner needs to know of existing relations.

@@ -23,6 +23,7 @@ pub mod store;
 pub mod system;
 pub mod users;
 pub mod versions;
+mod sources;
 mod views;
 pub mod workers;
 

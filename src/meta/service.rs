@@ -680,5 +680,6 @@ pub fn relation_desc(
         user_pk,
         definition,
         with_options,
+        append_only: false,
     }
 }

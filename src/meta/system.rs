@@ -104,12 +104,104 @@ pub const SYSTEM_RELATIONS: &[(u32, &str, &[Col])] = &[
             ("last_table_id", I),
         ],
     ),
+    (
+        12,
+        "rw_sources",
+        &[("id", I), ("name", V), ("connector", V)],
+    ),
+    (
+        13,
+        "rw_source_progress",
+        &[
+            ("job", V),
+            ("fragment_id", I),
+            ("source", V),
+            ("split_id", I),
+            ("consumed", B),
+            ("done", DataType::Boolean),
+        ],
+    ),
 ];
 
 /// System relations computed from the committed version of the state
 /// store rather than from meta's catalog.
 pub fn is_state_relation(name: &str) -> bool {
     matches!(name, "rw_hummock_version" | "rw_state_files")
+}
+
+/// A source fragment, as `rw_source_progress` lists it.
+pub struct SourceFragment {
+    job: String,
+    fragment_id: u32,
+    source: String,
+    splits: u32,
+    progress_table: crate::meta::catalog::TableId,
+}
+
+/// Every source fragment (read under meta's lock, before the scans).
+pub fn source_fragments(st: &MetaState) -> Vec<SourceFragment> {
+    use crate::stream::build::SourceDesc;
+    let name = |id| {
+        st.relations
+            .get(&id)
+            .map(|r| r.desc.name.clone())
+            .unwrap_or_default()
+    };
+    st.fragments
+        .values()
+        .filter_map(|f| match &f.source {
+            SourceDesc::Splits { desc, state } => Some(SourceFragment {
+                job: name(f.table_id),
+                fragment_id: f.id,
+                source: name(desc.relation),
+                splits: desc.splits,
+                progress_table: state.table_id,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `rw_source_progress`: one row per split of every source fragment (a
+/// job reading a source, or a table's connector), from the progress
+/// committed with the last epoch; splits not started show 0.
+pub async fn source_progress_rows(
+    fragments: Vec<SourceFragment>,
+    snapshot: &dyn crate::storage::ReadSnapshot,
+) -> crate::storage::StorageResult<Vec<Row>> {
+    let mut out = Vec::new();
+    for f in fragments {
+        let stored = crate::storage::state_table::scan_table_committed(
+            snapshot,
+            f.progress_table,
+            &crate::stream::source::progress_types(),
+            None,
+        )
+        .await?;
+        let mut by_split: BTreeMap<i64, (Datum, Datum)> = BTreeMap::new();
+        for row in stored {
+            if let [Some(split), consumed, done] = &row[..] {
+                if let Some(s) = split.as_i64() {
+                    by_split.insert(s, (consumed.clone(), done.clone()));
+                }
+            }
+        }
+        for s in 0..f.splits {
+            let (consumed, done) = by_split.remove(&(s as i64)).unwrap_or((
+                Some(ScalarValue::Int64(0)),
+                Some(ScalarValue::Boolean(false)),
+            ));
+            out.push(vec![
+                text(f.job.as_str()),
+                int(f.fragment_id),
+                text(f.source.as_str()),
+                int(s),
+                consumed,
+                done,
+            ]);
+        }
+    }
+    Ok(out)
 }
 
 fn bigint(v: u64) -> Datum {
@@ -176,6 +268,7 @@ pub(crate) fn system_desc(id: u32, name: &str, cols: &[Col]) -> Arc<RelationDesc
         user_pk: false,
         definition: None,
         with_options: BTreeMap::new(),
+        append_only: false,
     })
 }
 
@@ -206,6 +299,19 @@ pub fn system_rows(st: &MetaState, name: &str) -> Vec<Row> {
             .workers
             .values()
             .flat_map(|w| w.units.iter().map(move |u| vec![int(*u), int(w.id)]))
+            .collect(),
+        "rw_sources" => st
+            .relations
+            .values()
+            .filter(|r| r.desc.kind == RelationKind::Source)
+            .map(|r| {
+                let connector = r.desc.with_options.get("connector").cloned();
+                vec![
+                    int(r.desc.id),
+                    text(r.desc.name.as_str()),
+                    connector.map(|c| ScalarValue::Varchar(c.into())),
+                ]
+            })
             .collect(),
         "rw_tables" => st
             .relations

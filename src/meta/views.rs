@@ -137,6 +137,7 @@ fn insert_view(
         user_pk: false,
         definition: Some(definition),
         with_options: BTreeMap::new(),
+        append_only: false,
     };
     st.relations.insert(
         id,

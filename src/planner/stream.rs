@@ -11,7 +11,8 @@
 use super::PlanError;
 use crate::common::{DataType, Datum, ScalarValue};
 use crate::expr::Expr;
-use crate::meta::catalog::{ColumnDesc, TableId};
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
+use crate::stream::source::{connector_from_options, SplitSourceDesc};
 use crate::meta::graph::{EdgeSpec, PlanFragment, PlanGraph, Upstream, UpstreamInfo};
 use crate::planner::logical::{JoinKind, LogicalPlan};
 use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
@@ -39,6 +40,8 @@ pub struct StreamPlanner<'a> {
     upstream: &'a dyn UpstreamInfo,
     alloc_table_id: &'a mut dyn FnMut() -> TableId,
     internal_tables: Vec<TableId>,
+    /// Sources read (each becomes a source fragment of this job).
+    sources: Vec<TableId>,
 }
 
 type PResult<T> = Result<T, PlanError>;
@@ -53,6 +56,7 @@ impl<'a> StreamPlanner<'a> {
             upstream,
             alloc_table_id,
             internal_tables: Vec::new(),
+            sources: Vec::new(),
         }
     }
 
@@ -81,6 +85,39 @@ impl<'a> StreamPlanner<'a> {
             node.types,
             node.pk,
         )
+    }
+
+    /// A fragment of the job's own that reads `relation`'s connector:
+    /// parallel, each actor reading the splits of its vnodes; rows carry
+    /// the hidden row id (their position in the stream) as stream key and
+    /// no distribution.
+    fn plan_source(&mut self, relation: &RelationDesc) -> PResult<Node> {
+        let columns: Vec<(String, DataType, bool)> = relation
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.clone(), c.data_type, relation.pk == [i]))
+            .collect();
+        let desc = connector_from_options(&relation.with_options, &columns, relation.id, 0)
+            .map_err(|e| PlanError::internal(format!("source \"{}\": {e}", relation.name)))?
+            .ok_or_else(|| {
+                PlanError::internal(format!("source \"{}\" has no connector", relation.name))
+            })?;
+        if !self.sources.contains(&relation.id) {
+            self.sources.push(relation.id);
+        }
+        let state = SourceDesc::split_state(self.table_id());
+        Ok(Node {
+            frag: PlanFragment {
+                nodes: vec![],
+                inputs: vec![],
+                singleton: false,
+                source: SourceDesc::Splits { desc, state },
+            },
+            types: relation.types(),
+            pk: relation.pk.clone(),
+            dist: Dist::Any,
+        })
     }
 
     /// Plan an MV over `plan`, whose output columns are named `names`;
@@ -153,6 +190,7 @@ impl<'a> StreamPlanner<'a> {
             singleton,
             internal_tables: self.internal_tables,
             views: Vec::new(),
+            sources: self.sources,
         })
     }
 
@@ -210,6 +248,9 @@ impl<'a> StreamPlanner<'a> {
 
     fn plan(&mut self, plan: &LogicalPlan) -> PResult<Node> {
         match plan {
+            LogicalPlan::Scan { relation } if relation.kind == RelationKind::Source => {
+                self.plan_source(relation)
+            }
             LogicalPlan::Scan { relation } => {
                 let dist_key = self.upstream.dist_key(relation.id);
                 let upstream_dist = dist_key.clone().unwrap_or_default();
@@ -514,33 +555,28 @@ impl<'a> StreamPlanner<'a> {
 }
 
 /// The fragment graph of a table: a fragment materializing the rows DML
-/// (and a datagen source, if any) send it, hash-distributed by the pk.
+/// (and a connector, if any, read in splits by a parallel source fragment)
+/// send it, hash-distributed by the pk.
 pub fn plan_table(
     table_id: TableId,
     columns: &[ColumnDesc],
     pk: &[usize],
     user_pk: bool,
-    datagen: Option<(crate::stream::datagen::DatagenDesc, TableId)>,
+    connector: Option<(SplitSourceDesc, TableId)>,
 ) -> PlanGraph {
     let types: Vec<DataType> = columns.iter().map(|c| c.data_type).collect();
     let mut fragments = Vec::new();
     let mut inputs = Vec::new();
     let mut internal_tables = Vec::new();
-    if let Some((desc, offset_table)) = datagen {
-        internal_tables.push(offset_table);
+    if let Some((desc, progress_table)) = connector {
+        internal_tables.push(progress_table);
         fragments.push(PlanFragment {
             nodes: vec![],
             inputs: vec![],
-            singleton: true,
-            source: SourceDesc::Datagen {
+            singleton: false,
+            source: SourceDesc::Splits {
                 desc,
-                state: StateTableDesc {
-                    table_id: offset_table,
-                    pk_types: vec![],
-                    pk_desc: vec![],
-                    dist_in_pk: vec![],
-                    value_types: None,
-                },
+                state: SourceDesc::split_state(progress_table),
             },
         });
         inputs.push((Upstream::Local(0), EdgeSpec::Hash(pk.to_vec())));
@@ -571,5 +607,6 @@ pub fn plan_table(
         singleton: false,
         internal_tables,
         views: Vec::new(),
+        sources: vec![],
     }
 }

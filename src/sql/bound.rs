@@ -39,6 +39,16 @@ pub enum BoundStatement {
         pk: Vec<usize>,
         with_options: BTreeMap<String, String>,
         if_not_exists: bool,
+        /// `APPEND ONLY`: no primary key, UPDATE and DELETE refused.
+        append_only: bool,
+    },
+    /// `CREATE SOURCE`: columns and connector options (checked by the
+    /// connector when the source is created).
+    CreateSource {
+        name: String,
+        columns: Vec<ColumnDesc>,
+        with_options: BTreeMap<String, String>,
+        if_not_exists: bool,
     },
     CreateMaterializedView {
         name: String,

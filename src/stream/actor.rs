@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep_until;
 
-use super::datagen::DatagenReader;
+use super::source::SourceReader;
 use super::exchange::{DispatchSet, ExchangeRegistry, Merge, MergeInput};
 use super::executor::stream_scan::wait_committed;
 use super::executor::Executor;
@@ -34,11 +34,11 @@ pub enum ComputeEvent {
 /// What an actor reads from.
 pub enum ActorInput {
     Merge(Merge),
-    /// A datagen source: barriers come through the merge (its local
-    /// channel), data from the generator in between.
-    Datagen {
+    /// A source connector: barriers come through the merge (its local
+    /// channel), data from the reader's splits in between.
+    Source {
         merge: Merge,
-        reader: Box<DatagenReader>,
+        reader: Box<SourceReader>,
     },
 }
 
@@ -92,13 +92,13 @@ impl Actor {
     async fn next_input(&mut self) -> StreamResult<(usize, Message)> {
         match &mut self.input {
             ActorInput::Merge(m) => m.next().await,
-            ActorInput::Datagen { merge, reader } => loop {
+            ActorInput::Source { merge, reader } => loop {
                 if !reader.is_active() {
                     return merge.next().await;
                 }
                 if reader.throttled(*self.committed.borrow_and_update()) {
                     // Wait for the commit of the previous epoch (or a
-                    // barrier); see `DatagenReader`'s throttle.
+                    // barrier); see `SourceReader`'s throttle.
                     tokio::select! {
                         biased;
                         msg = merge.next() => return msg,
@@ -207,7 +207,7 @@ impl Actor {
             self.take_fault()?;
         }
         // 2. sources: offset commit, pause/resume
-        if let ActorInput::Datagen { reader, .. } = &mut self.input {
+        if let ActorInput::Source { reader, .. } = &mut self.input {
             if barrier.is_pause() {
                 reader.set_paused(true);
             } else if barrier.is_resume() {
@@ -251,9 +251,13 @@ impl Actor {
                 ex.update_vnodes(bitmap);
             }
             wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+            if let ActorInput::Source { reader, .. } = &mut self.input {
+                reader.update_vnodes(bitmap.clone());
+                reader.load().await?;
+            }
         } else if newly_added {
             wait_committed(&mut self.committed, barrier.epoch.prev).await?;
-            if let ActorInput::Datagen { reader, .. } = &mut self.input {
+            if let ActorInput::Source { reader, .. } = &mut self.input {
                 reader.load().await?;
             }
         }

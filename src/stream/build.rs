@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 use super::actor::{merge_inputs, Actor, ActorInput, ComputeEvent};
-use super::datagen::{DatagenDesc, DatagenReader};
+use super::source::datagen::DatagenDesc;
+use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use super::exchange::{DispatchSet, Dispatcher, ExchangeRegistry, Merge, MergeInput};
 use super::executor::filter::FilterExecutor;
 use super::executor::hash_agg::HashAggExecutor;
@@ -146,11 +147,32 @@ pub enum SourceDesc {
     /// A table actor: barriers are injected and DML arrives through its
     /// local channel.
     Table,
-    /// A datagen actor with its offset table.
+    /// A datagen actor of a table created before splits existed: a
+    /// singleton with its offset under the empty key.
     Datagen {
         desc: DatagenDesc,
         state: StateTableDesc,
     },
+    /// A connector read in splits (see `stream::source`); `state` keeps
+    /// each split's progress under the split's vnode.
+    Splits {
+        desc: SplitSourceDesc,
+        state: StateTableDesc,
+    },
+}
+
+impl SourceDesc {
+    /// The progress table of a split source: key split id, value
+    /// [`progress_types`].
+    pub fn split_state(table_id: TableId) -> StateTableDesc {
+        StateTableDesc {
+            table_id,
+            pk_types: vec![DataType::Int32],
+            pk_desc: vec![],
+            dist_in_pk: vec![],
+            value_types: Some(progress_types()),
+        }
+    }
 }
 
 /// Everything a compute node needs to build one actor.
@@ -196,11 +218,19 @@ pub fn build_actor(
     }
     let merge = Merge::new(inputs).with_owner(me, ctx.registry.clone());
     let input = match &desc.source {
-        SourceDesc::Datagen { desc: g, state } => ActorInput::Datagen {
+        SourceDesc::Datagen { desc: g, state } => ActorInput::Source {
             merge,
-            reader: Box::new(DatagenReader::new(
+            reader: Box::new(SourceReader::single(
                 g.clone(),
+                state.table_id,
                 state.build(ctx.store.clone(), Bitmap::full()),
+            )),
+        },
+        SourceDesc::Splits { desc: d, state } => ActorInput::Source {
+            merge,
+            reader: Box::new(SourceReader::new(
+                d.clone(),
+                state.build(ctx.store.clone(), desc.vnodes.clone()),
             )),
         },
         _ => ActorInput::Merge(merge),

@@ -6,10 +6,11 @@ pub mod build;
 /// The wire encoding of chunks and barriers for the remote exchange.
 pub mod codec;
 pub mod compute_node;
-pub mod datagen;
 pub mod exchange;
 pub mod executor;
 pub mod message;
+/// Source connectors (`datagen`, `nexmark`): splits and their reader.
+pub mod source;
 
 use message::ActorId;
 

@@ -14,7 +14,7 @@ use crate::meta::Meta;
 use crate::planner::logical::LogicalPlan;
 use crate::planner::stream::{plan_table, StreamPlanner};
 use crate::sql::bound::ParallelismTarget;
-use crate::stream::datagen::DatagenDesc;
+use crate::stream::source::{connector_from_options, Connector, SplitSourceDesc};
 
 /// The existing relations' layout, copied so planning holds no lock.
 pub(super) fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {
@@ -39,33 +39,15 @@ pub(crate) async fn create_table_job(
     pk: Vec<usize>,
     with_options: BTreeMap<String, String>,
     parallelism: Parallelism,
+    append_only: bool,
 ) -> FResult<()> {
     let (columns, pk, user_pk) = table_columns(columns, pk);
     let id = meta.alloc_table_id();
-    let datagen = match with_options
-        .get("connector")
-        .map(|s| s.to_ascii_lowercase())
-    {
-        None => None,
-        Some(c) if c == "datagen" => {
-            let cols: Vec<(String, DataType, bool)> = columns
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (c.name.clone(), c.data_type, !user_pk && pk == [i]))
-                .collect();
-            let desc = DatagenDesc::from_options(&with_options, &cols)
-                .map_err(|e| FrontendError::new("22023", e.0))?;
-            Some((desc, meta.alloc_table_id()))
-        }
-        Some(other) => {
-            return Err(FrontendError::new(
-                "0A000",
-                format!("connector \"{other}\" is not supported (only \"datagen\")"),
-            ))
-        }
-    };
-    let graph = plan_table(id, &columns, &pk, user_pk, datagen);
-    let desc = relation_desc(
+    let mut with_options = with_options;
+    let connector = connector_of(id, &columns, &pk, user_pk, &mut with_options)?
+        .map(|c| (c, meta.alloc_table_id()));
+    let graph = plan_table(id, &columns, &pk, user_pk, connector);
+    let mut desc = relation_desc(
         id,
         name,
         RelationKind::Table,
@@ -75,7 +57,59 @@ pub(crate) async fn create_table_job(
         None,
         with_options,
     );
+    desc.append_only = append_only;
     meta.create_job(desc, graph, parallelism).await?;
+    Ok(())
+}
+
+/// The connector of a table or source with these columns and options,
+/// checked; nexmark's base time is fixed into the options (so every job
+/// reading the source sees the same events).
+fn connector_of(
+    id: TableId,
+    columns: &[ColumnDesc],
+    pk: &[usize],
+    user_pk: bool,
+    with_options: &mut BTreeMap<String, String>,
+) -> FResult<Option<SplitSourceDesc>> {
+    let cols: Vec<(String, DataType, bool)> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.clone(), c.data_type, !user_pk && pk == [i]))
+        .collect();
+    let now_ms = chrono::Utc::now().timestamp_millis().max(0) as u64;
+    let connector = connector_from_options(with_options, &cols, id, now_ms)
+        .map_err(|e| FrontendError::new(e.code, e.message))?;
+    if let Some(SplitSourceDesc {
+        connector: Connector::Nexmark(n),
+        ..
+    }) = &connector
+    {
+        with_options
+            .entry("nexmark.base.time".into())
+            .or_insert_with(|| n.base_time_ms.to_string());
+    }
+    Ok(connector)
+}
+
+/// Creates a source: a catalog entry that jobs reading it turn into
+/// source fragments of their own.
+pub(crate) async fn create_source(
+    meta: &Meta,
+    name: String,
+    columns: Vec<ColumnDesc>,
+    with_options: BTreeMap<String, String>,
+) -> FResult<()> {
+    let (columns, pk, _) = table_columns(columns, vec![]);
+    let mut with_options = with_options;
+    // The id is only for the check; the source gets its own.
+    if connector_of(0, &columns, &pk, false, &mut with_options)?.is_none() {
+        return Err(FrontendError::new(
+            "42601",
+            "CREATE SOURCE needs WITH (connector = 'datagen' | 'nexmark', …)",
+        ));
+    }
+    meta.create_source(name, columns, pk, with_options).await?;
     Ok(())
 }
 
@@ -132,9 +166,19 @@ impl LocalSession {
         columns: Vec<ColumnDesc>,
         pk: Vec<usize>,
         with_options: BTreeMap<String, String>,
+        append_only: bool,
     ) -> FResult<()> {
         let parallelism = self.parallelism_for(&with_options)?;
-        create_table_job(&self.meta, name, columns, pk, with_options, parallelism).await
+        create_table_job(
+            &self.meta,
+            name,
+            columns,
+            pk,
+            with_options,
+            parallelism,
+            append_only,
+        )
+        .await
     }
 
     pub(super) async fn create_mv(
@@ -170,6 +214,7 @@ impl LocalSession {
         let tag = match kind {
             RelationKind::Table => "DROP TABLE",
             RelationKind::View => "DROP VIEW",
+            RelationKind::Source => "DROP SOURCE",
             _ => "DROP MATERIALIZED VIEW",
         };
         match self.meta.relation_by_name(name) {
@@ -195,6 +240,9 @@ impl LocalSession {
         p: Parallelism,
     ) -> FResult<StatementResult> {
         let (fragments, table, explicit) = match &target {
+            ParallelismTarget::Relation(r) if r.kind == RelationKind::Source => {
+                (self.meta.source_fragments(r.id), None, true)
+            }
             ParallelismTarget::Relation(r) => {
                 let frags = self
                     .meta
@@ -243,6 +291,7 @@ impl LocalSession {
         Ok(command(match target {
             ParallelismTarget::Relation(r) => match r.kind {
                 RelationKind::Table => "ALTER TABLE",
+                RelationKind::Source => "ALTER SOURCE",
                 _ => "ALTER MATERIALIZED VIEW",
             },
             ParallelismTarget::Fragment(_) => "ALTER FRAGMENT",

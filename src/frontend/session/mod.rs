@@ -118,13 +118,29 @@ impl<'a> MetaScan<'a> {
     ) -> FResult<MetaScan<'a>> {
         let mut scans: Vec<Arc<RelationDesc>> = Vec::new();
         let mut reads_system = false;
+        let mut progress = None;
         let mut stack = vec![plan];
         while let Some(p) = stack.pop() {
             if let LogicalPlan::Scan { relation } = p {
-                if relation.kind != RelationKind::System {
-                    scans.push(relation.clone());
-                } else {
-                    reads_system = true;
+                match relation.kind {
+                    RelationKind::Source => {
+                        let mut e = FrontendError::new(
+                            "0A000",
+                            format!(
+                                "cannot read source \"{}\" in a query: its rows are not stored",
+                                relation.name
+                            ),
+                        );
+                        e.hint = Some(
+                            "Create a materialized view over the source, or a table with the same connector.".into(),
+                        );
+                        return Err(e);
+                    }
+                    RelationKind::System => reads_system = true,
+                    _ => scans.push(relation.clone()),
+                }
+                if relation.name == "rw_source_progress" && relation.kind == RelationKind::System {
+                    progress = Some(relation.id);
                 }
             }
             stack.extend(p.children());
@@ -150,6 +166,12 @@ impl<'a> MetaScan<'a> {
                 }
             }
         }
+        if let Some(id) = progress {
+            let snapshot = meta.store.snapshot();
+            let fragments = meta.with_state(crate::meta::system::source_fragments);
+            let got = crate::meta::system::source_progress_rows(fragments, &*snapshot).await.map_err(crate::meta::MetaError::from)?;
+            rows.insert(id, (usize::MAX, got));
+        }
         Ok(MetaScan {
             meta,
             session,
@@ -160,6 +182,10 @@ impl<'a> MetaScan<'a> {
 
 impl ScanSource for MetaScan<'_> {
     fn scan(&self, relation: &RelationDesc) -> Result<Vec<Row>, BatchError> {
+        if relation.kind == RelationKind::System && relation.name == "rw_source_progress" {
+            let rows = self.rows.lock();
+            return Ok(rows.get(&relation.id).map(|(_, r)| r.clone()).unwrap_or_default());
+        }
         if relation.kind == RelationKind::System {
             if crate::meta::system::is_state_relation(&relation.name) {
                 let snapshot = self.meta.store.snapshot();
@@ -320,11 +346,24 @@ impl LocalSession {
                 pk,
                 with_options,
                 if_not_exists,
+                append_only,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    self.create_table(name, columns, pk, with_options).await?;
+                    self.create_table(name, columns, pk, with_options, append_only)
+                        .await?;
                 }
                 Ok(command("CREATE TABLE"))
+            }
+            BoundStatement::CreateSource {
+                name,
+                columns,
+                with_options,
+                if_not_exists,
+            } => {
+                if !self.name_taken(&name, if_not_exists)? {
+                    ddl::create_source(&self.meta, name, columns, with_options).await?;
+                }
+                Ok(command("CREATE SOURCE"))
             }
             BoundStatement::CreateMaterializedView {
                 name,

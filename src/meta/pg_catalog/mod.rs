@@ -275,6 +275,9 @@ fn relkind(schema: &str, r: &RelationDesc) -> &'static str {
         RelationKind::Table => "r",
         RelationKind::MaterializedView => "m",
         RelationKind::View => "v",
+        // Data from outside, read by the jobs that name it: what
+        // PostgreSQL calls a foreign table.
+        RelationKind::Source => "f",
         // PostgreSQL's own catalogs are tables; the rest are views there.
         RelationKind::System if schema == "pg_catalog" && r.name.starts_with("pg_") => {
             match r.name.as_str() {

@@ -150,6 +150,62 @@ impl Binder<'_> {
             pk: pk.unwrap_or_default(),
             with_options: with_options(&ct.table_options)?,
             if_not_exists: ct.if_not_exists,
+            append_only: false,
+        })
+    }
+
+    /// `CREATE TABLE … APPEND ONLY`: a table without a primary key whose
+    /// rows are only inserted.
+    pub(super) fn bind_create_append_only_table(
+        &mut self,
+        ct: &ast::CreateTable,
+    ) -> SqlResult<BoundStatement> {
+        let mut bound = self.bind_create_table(ct)?;
+        if let BoundStatement::CreateTable {
+            pk, append_only, ..
+        } = &mut bound
+        {
+            if !pk.is_empty() {
+                return Err(SqlError::new(
+                    "0A000",
+                    "an APPEND ONLY table cannot have a primary key",
+                ));
+            }
+            *append_only = true;
+        }
+        Ok(bound)
+    }
+
+    /// `CREATE SOURCE name (columns) WITH (connector = …)`.
+    pub(super) fn bind_create_source(&mut self, ct: &ast::CreateTable) -> SqlResult<BoundStatement> {
+        let BoundStatement::CreateTable {
+            name,
+            columns,
+            pk,
+            with_options,
+            if_not_exists,
+            ..
+        } = self.bind_create_table(ct)?
+        else {
+            return Err(SqlError::new("XX000", "CREATE SOURCE did not bind as a table"));
+        };
+        if !pk.is_empty() {
+            return Err(SqlError::new(
+                "0A000",
+                "a source has no primary key (rows are identified by a hidden _row_id)",
+            ));
+        }
+        if !with_options.contains_key("connector") {
+            return Err(SqlError::new(
+                "42601",
+                "CREATE SOURCE needs WITH (connector = 'datagen' | 'nexmark', …)",
+            ));
+        }
+        Ok(BoundStatement::CreateSource {
+            name,
+            columns,
+            with_options,
+            if_not_exists,
         })
     }
 
@@ -264,6 +320,7 @@ pub(super) fn wrong_kind(
             "Use {verb} MATERIALIZED VIEW to remove a materialized view."
         )),
         RelationKind::View => Some(format!("Use {verb} VIEW to remove a view.")),
+        RelationKind::Source => Some(format!("Use {verb} SOURCE to remove a source.")),
         RelationKind::System => None,
     };
     if verb != "DROP" {

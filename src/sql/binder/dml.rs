@@ -58,7 +58,24 @@ impl Binder<'_> {
                 "42809",
                 format!("cannot change system catalog \"{}\"", rel.name),
             )),
+            RelationKind::Source => Err(SqlError::new(
+                "42809",
+                format!("cannot change source \"{}\"", rel.name),
+            )),
         }
+    }
+
+    /// UPDATE and DELETE of an APPEND ONLY table.
+    fn refuse_append_only(table: &RelationDesc, verb: &str) -> SqlResult<()> {
+        if table.append_only {
+            let mut e = SqlError::new(
+                "0A000",
+                format!("cannot {verb} append-only table \"{}\"", table.name),
+            );
+            e.hint = Some("An APPEND ONLY table only takes INSERT and COPY.".into());
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// The scope of a DML target (hidden columns present, not nameable).
@@ -246,6 +263,7 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("UPDATE with joins"));
         }
         let table = self.dml_target(name)?;
+        Self::refuse_append_only(&table, "UPDATE")?;
         let scope = Self::table_scope(&table, alias.as_ref());
         let saved = std::mem::replace(
             &mut self.ctx,
@@ -334,6 +352,7 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("DELETE with joins"));
         }
         let table = self.dml_target(name)?;
+        Self::refuse_append_only(&table, "DELETE")?;
         let scope = Self::table_scope(&table, alias.as_ref());
         let saved = std::mem::replace(
             &mut self.ctx,

@@ -220,6 +220,43 @@ impl Binder<'_> {
                 value: value.clone(),
             },
             Statement::ShowCluster => BoundStatement::ShowCluster,
+            Statement::CreateSource(ct) => return self.bind_create_source(ct),
+            Statement::CreateAppendOnlyTable(ct) => return self.bind_create_append_only_table(ct),
+            Statement::DropSource {
+                name,
+                if_exists,
+                cascade,
+            } => {
+                match self.catalog.relation(None, name) {
+                    None if *if_exists => {}
+                    None => {
+                        return Err(SqlError::new(
+                            "42P01",
+                            format!("source \"{name}\" does not exist"),
+                        ))
+                    }
+                    Some(r) if r.kind == RelationKind::Source => {}
+                    Some(r) => {
+                        return Err(wrong_kind(name, RelationKind::Source, r.kind, "DROP"))
+                    }
+                }
+                BoundStatement::Drop {
+                    kind: RelationKind::Source,
+                    name: name.clone(),
+                    if_exists: *if_exists,
+                    cascade: *cascade,
+                }
+            }
+            Statement::AlterSourceParallelism { name, parallelism } => {
+                let rel = self.named_relation(name)?;
+                if rel.kind != RelationKind::Source {
+                    return Err(wrong_kind(&rel.name, RelationKind::Source, rel.kind, "ALTER"));
+                }
+                BoundStatement::AlterParallelism {
+                    target: ParallelismTarget::Relation(rel),
+                    parallelism: *parallelism,
+                }
+            }
             Statement::CreateUser {
                 name,
                 password,

@@ -149,7 +149,11 @@ pub(super) fn create_sql(rel: &RelationDesc) -> String {
                     .collect();
                 items.push(format!("PRIMARY KEY ({})", pk.join(", ")));
             }
-            format!("CREATE TABLE {name} ({}){with}", items.join(", "))
+            let append_only = if rel.append_only { " APPEND ONLY" } else { "" };
+            format!(
+                "CREATE TABLE {name} ({}){append_only}{with}",
+                items.join(", ")
+            )
         }
         RelationKind::MaterializedView => {
             format!("CREATE MATERIALIZED VIEW {name}{with} AS {definition}")
@@ -157,6 +161,13 @@ pub(super) fn create_sql(rel: &RelationDesc) -> String {
         RelationKind::View => {
             let cols: Vec<String> = rel.columns.iter().map(|c| quote_ident(&c.name)).collect();
             format!("CREATE VIEW {name} ({}) AS {definition}", cols.join(", "))
+        }
+        RelationKind::Source => {
+            let items: Vec<String> = rel
+                .visible_columns()
+                .map(|(_, c)| format!("{} {}", quote_ident(&c.name), c.data_type.pg_name()))
+                .collect();
+            format!("CREATE SOURCE {name} ({}){with}", items.join(", "))
         }
         RelationKind::System => format!("-- {name} is a system catalog"),
     }

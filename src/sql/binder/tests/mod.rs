@@ -37,6 +37,7 @@ fn rel(
         user_pk: false,
         definition: None,
         with_options: BTreeMap::new(),
+        append_only: false,
     })
 }
 

@@ -17,6 +17,8 @@ use sqlparser::tokenizer::Token;
 
 use super::{ParallelismSpec, SqlError, SqlResult};
 
+mod create;
+
 /// A parsed statement.
 #[derive(Debug, Clone)]
 pub enum Statement {
@@ -61,7 +63,24 @@ pub enum Statement {
         password: Option<String>,
         if_not_exists: bool,
     },
-    /// `SHOW CREATE {TABLE | MATERIALIZED VIEW | VIEW} name`
+    /// `CREATE SOURCE name (columns) WITH (connector = …)`, parsed as the
+    /// `CREATE TABLE` it looks like.
+    CreateSource(Box<sqlparser::ast::CreateTable>),
+    /// `CREATE TABLE … APPEND ONLY [WITH (…)]`.
+    CreateAppendOnlyTable(Box<sqlparser::ast::CreateTable>),
+    /// `DROP SOURCE [IF EXISTS] name [CASCADE | RESTRICT]`
+    DropSource {
+        name: String,
+        if_exists: bool,
+        cascade: bool,
+    },
+    /// `ALTER SOURCE name SET PARALLELISM {=|TO} {n | ADAPTIVE}`: the
+    /// source fragments of every job reading it.
+    AlterSourceParallelism {
+        name: String,
+        parallelism: super::ParallelismSpec,
+    },
+    /// `SHOW CREATE {TABLE | MATERIALIZED VIEW | VIEW | SOURCE} name`
     ShowCreate {
         kind: crate::meta::catalog::RelationKind,
         name: String,
@@ -167,6 +186,17 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             p.next_token();
             Ok(Some(Statement::ShowCluster))
         }
+        (Some("CREATE"), Some("SOURCE" | "TABLE")) => create::parse_create(p),
+        (Some("DROP"), Some("SOURCE")) => {
+            p.next_token();
+            p.next_token();
+            create::parse_drop_source(p).map(Some)
+        }
+        (Some("ALTER"), Some("SOURCE")) => {
+            p.next_token();
+            p.next_token();
+            create::parse_alter_source(p).map(Some)
+        }
         (Some("CREATE"), Some("USER")) => {
             p.next_token();
             p.next_token();
@@ -177,6 +207,7 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             let (kind, words) = match (peek_word(p, 2).as_deref(), peek_word(p, 3).as_deref()) {
                 (Some("TABLE"), _) => (RelationKind::Table, 3),
                 (Some("VIEW"), _) => (RelationKind::View, 3),
+                (Some("SOURCE"), _) => (RelationKind::Source, 3),
                 (Some("MATERIALIZED"), Some("VIEW")) => (RelationKind::MaterializedView, 4),
                 // SHOW CREATE FUNCTION and the like: sqlparser's.
                 _ => return Ok(None),
