@@ -19,11 +19,11 @@ mod recovery;
 pub mod reschedule;
 pub mod scale;
 pub mod service;
+mod sources;
 pub mod store;
 pub mod system;
 pub mod users;
 pub mod versions;
-mod sources;
 mod views;
 pub mod workers;
 

@@ -12,11 +12,11 @@ use super::PlanError;
 use crate::common::{DataType, Datum, ScalarValue};
 use crate::expr::Expr;
 use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
-use crate::stream::source::{connector_from_options, SplitSourceDesc};
 use crate::meta::graph::{EdgeSpec, PlanFragment, PlanGraph, Upstream, UpstreamInfo};
 use crate::planner::logical::{JoinKind, LogicalPlan};
 use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
 use crate::stream::executor::stream_scan::BackfillDesc;
+use crate::stream::source::{connector_from_options, SplitSourceDesc};
 
 #[derive(Clone, Debug, PartialEq)]
 enum Dist {

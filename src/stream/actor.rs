@@ -7,11 +7,11 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::time::sleep_until;
 
-use super::source::SourceReader;
 use super::exchange::{DispatchSet, ExchangeRegistry, Merge, MergeInput};
 use super::executor::stream_scan::wait_committed;
 use super::executor::Executor;
 use super::message::{ActorId, Barrier, FragmentId, Message, Mutation};
+use super::source::SourceReader;
 use super::{StreamError, StreamResult};
 use crate::common::StreamChunk;
 

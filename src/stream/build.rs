@@ -7,8 +7,6 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 use super::actor::{merge_inputs, Actor, ActorInput, ComputeEvent};
-use super::source::datagen::DatagenDesc;
-use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use super::exchange::{DispatchSet, Dispatcher, ExchangeRegistry, Merge, MergeInput};
 use super::executor::filter::FilterExecutor;
 use super::executor::hash_agg::HashAggExecutor;
@@ -20,6 +18,8 @@ use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
 use super::executor::Executor;
 use super::message::{ActorId, DispatcherDesc, FragmentId, Message};
+use super::source::datagen::DatagenDesc;
+use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{Bitmap, DataType};
 use crate::expr::{AggCall, Expr};

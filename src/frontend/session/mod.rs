@@ -169,7 +169,9 @@ impl<'a> MetaScan<'a> {
         if let Some(id) = progress {
             let snapshot = meta.store.snapshot();
             let fragments = meta.with_state(crate::meta::system::source_fragments);
-            let got = crate::meta::system::source_progress_rows(fragments, &*snapshot).await.map_err(crate::meta::MetaError::from)?;
+            let got = crate::meta::system::source_progress_rows(fragments, &*snapshot)
+                .await
+                .map_err(crate::meta::MetaError::from)?;
             rows.insert(id, (usize::MAX, got));
         }
         Ok(MetaScan {
@@ -184,7 +186,10 @@ impl ScanSource for MetaScan<'_> {
     fn scan(&self, relation: &RelationDesc) -> Result<Vec<Row>, BatchError> {
         if relation.kind == RelationKind::System && relation.name == "rw_source_progress" {
             let rows = self.rows.lock();
-            return Ok(rows.get(&relation.id).map(|(_, r)| r.clone()).unwrap_or_default());
+            return Ok(rows
+                .get(&relation.id)
+                .map(|(_, r)| r.clone())
+                .unwrap_or_default());
         }
         if relation.kind == RelationKind::System {
             if crate::meta::system::is_state_relation(&relation.name) {

@@ -177,7 +177,10 @@ impl Binder<'_> {
     }
 
     /// `CREATE SOURCE name (columns) WITH (connector = …)`.
-    pub(super) fn bind_create_source(&mut self, ct: &ast::CreateTable) -> SqlResult<BoundStatement> {
+    pub(super) fn bind_create_source(
+        &mut self,
+        ct: &ast::CreateTable,
+    ) -> SqlResult<BoundStatement> {
         let BoundStatement::CreateTable {
             name,
             columns,
@@ -187,7 +190,10 @@ impl Binder<'_> {
             ..
         } = self.bind_create_table(ct)?
         else {
-            return Err(SqlError::new("XX000", "CREATE SOURCE did not bind as a table"));
+            return Err(SqlError::new(
+                "XX000",
+                "CREATE SOURCE did not bind as a table",
+            ));
         };
         if !pk.is_empty() {
             return Err(SqlError::new(

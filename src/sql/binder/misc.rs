@@ -236,9 +236,7 @@ impl Binder<'_> {
                         ))
                     }
                     Some(r) if r.kind == RelationKind::Source => {}
-                    Some(r) => {
-                        return Err(wrong_kind(name, RelationKind::Source, r.kind, "DROP"))
-                    }
+                    Some(r) => return Err(wrong_kind(name, RelationKind::Source, r.kind, "DROP")),
                 }
                 BoundStatement::Drop {
                     kind: RelationKind::Source,
@@ -250,7 +248,12 @@ impl Binder<'_> {
             Statement::AlterSourceParallelism { name, parallelism } => {
                 let rel = self.named_relation(name)?;
                 if rel.kind != RelationKind::Source {
-                    return Err(wrong_kind(&rel.name, RelationKind::Source, rel.kind, "ALTER"));
+                    return Err(wrong_kind(
+                        &rel.name,
+                        RelationKind::Source,
+                        rel.kind,
+                        "ALTER",
+                    ));
                 }
                 BoundStatement::AlterParallelism {
                     target: ParallelismTarget::Relation(rel),

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use rust_decimal::Decimal;
 use crate::common::{DataType, Datum, Row, ScalarValue};
+use rust_decimal::Decimal;
 
 /// How one column is generated.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

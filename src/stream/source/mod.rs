@@ -462,7 +462,10 @@ mod tests {
 
     async fn reader(rows_per_second: u64) -> SourceReader {
         let store: Arc<dyn StateStore> = Arc::new(MemoryStateStore::new());
-        let mut r = SourceReader::new(desc(rows_per_second, None, 1), state(&store, Bitmap::full()));
+        let mut r = SourceReader::new(
+            desc(rows_per_second, None, 1),
+            state(&store, Bitmap::full()),
+        );
         r.load().await.unwrap();
         r
     }
@@ -530,7 +533,10 @@ mod tests {
         while c.is_active() {
             seen.extend(c.next_chunk().rows.into_iter().map(|row| row[0].clone()));
         }
-        let mut seen: Vec<i64> = seen.into_iter().map(|d| d.unwrap().as_i64().unwrap()).collect();
+        let mut seen: Vec<i64> = seen
+            .into_iter()
+            .map(|d| d.unwrap().as_i64().unwrap())
+            .collect();
         seen.sort_unstable();
         assert_eq!(seen, (0..10_000).collect::<Vec<_>>());
     }

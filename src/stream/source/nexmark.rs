@@ -117,9 +117,9 @@ impl NexmarkDesc {
             options
                 .get(key)
                 .map(|v| {
-                    v.trim().parse::<u64>().map_err(|_| {
-                        bad(format!("invalid value for option \"{key}\": \"{v}\""))
-                    })
+                    v.trim()
+                        .parse::<u64>()
+                        .map_err(|_| bad(format!("invalid value for option \"{key}\": \"{v}\"")))
                 })
                 .transpose()
         };

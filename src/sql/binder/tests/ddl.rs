@@ -11,6 +11,7 @@ fn ddl_create_table() {
             pk,
             with_options,
             if_not_exists,
+            append_only: false,
         } => {
             assert_eq!(name, "foo");
             assert!(if_not_exists);
