@@ -44,8 +44,16 @@ pub(crate) async fn create_table_job(
     let (columns, pk, user_pk) = table_columns(columns, pk);
     let id = meta.alloc_table_id();
     let mut with_options = with_options;
-    let connector = connector_of(id, &columns, &pk, user_pk, &mut with_options)?
-        .map(|c| (c, meta.alloc_table_id()));
+    let connector = connector_of(id, &columns, &pk, user_pk, &mut with_options)?.map(|mut c| {
+        // A table's connector feeds its rows in stream order (a gapless
+        // prefix of a sequence at every commit) unless more splits are
+        // asked for.
+        let asked = with_options.keys().any(|k| k.ends_with(".split.num"));
+        if !asked {
+            c.splits = 1;
+        }
+        (c, meta.alloc_table_id())
+    });
     let graph = plan_table(id, &columns, &pk, user_pk, connector);
     let mut desc = relation_desc(
         id,
