@@ -131,13 +131,8 @@ pub(super) fn parse_alter_source(p: &mut Parser) -> SqlResult<Statement> {
 #[cfg(test)]
 mod tests {
     use super::super::parse;
+    use super::super::tests::one;
     use super::*;
-
-    fn one(sql: &str) -> Statement {
-        let mut v = parse(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
-        assert_eq!(v.len(), 1, "{sql}");
-        v.remove(0)
-    }
 
     #[test]
     fn sources_and_append_only_tables() {

@@ -501,10 +501,10 @@ pub(crate) fn ident_value(value: &str, quote_style: Option<char>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn one(sql: &str) -> Statement {
+    pub(in crate::sql::parser) fn one(sql: &str) -> Statement {
         let mut v = parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
         assert_eq!(v.len(), 1, "{sql}");
         v.remove(0)

@@ -251,9 +251,10 @@ impl SourceReader {
         }
     }
 
-    /// Rows per second this actor generates: its share of the stream's.
+    /// Rows per second this actor generates: its share of the stream's
+    /// (the splits it loaded; asked only while it is active).
     fn rate(&self) -> Option<f64> {
-        let share = self.owned_splits().len() as f64 / self.desc.splits.max(1) as f64;
+        let share = self.splits.len() as f64 / self.desc.splits.max(1) as f64;
         self.desc.rate().map(|r| (r * share).max(1.0))
     }
 

@@ -223,7 +223,7 @@ impl NexmarkDesc {
     }
 
     fn row(&self, number: u64, event: &Event) -> Row {
-        let fields: Vec<Datum> = match event {
+        let mut fields: Vec<Datum> = match event {
             Event::Person(p) => vec![
                 int(p.id),
                 text(&p.name),
@@ -256,10 +256,12 @@ impl NexmarkDesc {
                 text(&b.extra),
             ],
         };
+        // Each field is named by at most one column (names are distinct):
+        // it is moved out, not copied.
         self.columns
             .iter()
             .map(|c| match c {
-                Some(i) => fields.get(*i).cloned().flatten(),
+                Some(i) => fields.get_mut(*i).and_then(Option::take),
                 None => Some(ScalarValue::Int64(number as i64)),
             })
             .collect()
