@@ -288,8 +288,12 @@ fn decode_f64(r: &mut Reader) -> Result<F64, DecodeError> {
 pub fn hash_key(key: &[Datum]) -> u64 {
     let mut buf = Vec::with_capacity(32);
     encode_row(&mut buf, key);
+    hash_bytes(&buf)
+}
+
+fn hash_bytes(buf: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in buf {
+    for &b in buf {
         h ^= b as u64;
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -305,8 +309,11 @@ pub fn vnode_of(row: &[Datum], dist_key: &[usize]) -> VirtualNode {
     if dist_key.is_empty() {
         return 0;
     }
-    let key: Vec<Datum> = dist_key.iter().map(|&i| row[i].clone()).collect();
-    (hash_key(&key) % VNODE_COUNT as u64) as VirtualNode
+    let mut buf = Vec::with_capacity(32);
+    for &i in dist_key {
+        encode_datum(&mut buf, &row[i]);
+    }
+    (hash_bytes(&buf) % VNODE_COUNT as u64) as VirtualNode
 }
 
 #[cfg(test)]

@@ -331,7 +331,12 @@ impl StateStore for LsmStateStore {
         read::get(&self.sst, &version, key).await
     }
 
-    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        uncommitted: bool,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
         if Self::range_is_empty(&range) {
             return Ok(Vec::new());
         }
@@ -345,8 +350,12 @@ impl StateStore for LsmStateStore {
             (layers.version.clone(), mem)
         };
         MergeScan::new(version, layers, &range)
-            .collect(&self.sst, &range, usize::MAX)
+            .collect(&self.sst, &range, limit)
             .await
+    }
+
+    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        self.scan_limit(range, uncommitted, usize::MAX).await
     }
 
     async fn scan_committed_limit(

@@ -178,6 +178,17 @@ impl StateStore for MemoryStateStore {
             .collect())
     }
 
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        uncommitted: bool,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        let mut all = self.scan(range, uncommitted).await?;
+        all.truncate(limit);
+        Ok(all)
+    }
+
     async fn scan_committed_limit(
         &self,
         range: KeyRange,

@@ -112,6 +112,14 @@ pub trait StateStore: Send + Sync + 'static {
     async fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>>;
     /// All live pairs of a key range in key order.
     async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>>;
+    /// The first `limit` live pairs of a key range in key order (`scan`
+    /// that stops early).
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        uncommitted: bool,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>>;
     /// The first `limit` committed pairs of a key range, in key order.
     async fn scan_committed_limit(
         &self,

@@ -218,6 +218,17 @@ impl StateTable {
         Ok(out)
     }
 
+    /// Whether the table holds no row at all, in any vnode (this epoch's
+    /// writes and staged epochs included): an executor that finds its table
+    /// empty when it starts knows every group it meets is new.
+    pub async fn is_empty(&self) -> StorageResult<bool> {
+        if !self.buffer.is_empty() {
+            return Ok(false);
+        }
+        let range = super::prefix_range(&super::table_prefix(self.table_id));
+        Ok(self.store.scan_limit(range, true, 1).await?.is_empty())
+    }
+
     /// The memcomparable encoding of `pk` as it follows the vnode in a key
     /// (the order of keys within a vnode).
     pub fn encode_pk(&self, pk: &[Datum]) -> Vec<u8> {

@@ -7,9 +7,16 @@
 //! from the first barrier on, as in SQL (`count(*)` of nothing is 0).
 //!
 //! State: one row per group in the state table, keyed by the group key,
-//! holding the row count and every accumulator's saved state.
+//! holding the row count and every accumulator's saved state. Every group
+//! the actor has met stays in memory; each is written to the store once per
+//! epoch in which it changed. A group's previous result is not kept: it is
+//! computed when the group first changes in an epoch. When the state table
+//! is empty as the actor starts (a new job), every group it meets is new and
+//! a miss never reads the store; the vnodes it gains in a scale are read on
+//! a miss, as after a recovery.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 
@@ -21,19 +28,27 @@ use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::{StreamError, StreamResult};
 
+type GroupKey = Vec<Datum>;
+
 struct GroupState {
     row_count: i64,
     accs: Vec<Box<dyn Accumulator>>,
-    /// What was last emitted for the group (`None`: nothing, or deleted).
-    emitted: Option<Row>,
+    /// The group's result is in the output (and its state in the store).
+    stored: bool,
+    /// Changed in the current epoch (its key is in `HashAggExecutor::dirty`).
+    dirty: bool,
 }
 
 pub struct HashAggExecutor {
     group_by: Vec<usize>,
     calls: Vec<AggCall>,
     table: StateTable,
-    cache: HashMap<Vec<Datum>, GroupState>,
-    dirty: HashSet<Vec<Datum>>,
+    cache: HashMap<GroupKey, GroupState, foldhash::fast::RandomState>,
+    /// Groups changed this epoch, with the result they had before it.
+    dirty: Vec<(GroupKey, Option<Row>)>,
+    /// Vnodes whose every stored group is in `cache`: a miss there is a new
+    /// group. `None` until the first chunk looked at the table.
+    complete: Option<Bitmap>,
     actor_id: u32,
 }
 
@@ -48,40 +63,62 @@ impl HashAggExecutor {
             group_by,
             calls,
             table,
-            cache: HashMap::new(),
-            dirty: HashSet::new(),
+            cache: HashMap::default(),
+            dirty: Vec::new(),
+            complete: None,
             actor_id,
-        }
-    }
-
-    fn fresh(&self) -> GroupState {
-        GroupState {
-            row_count: 0,
-            accs: self.calls.iter().map(create_accumulator).collect(),
-            emitted: None,
         }
     }
 
     /// Load a group from the state table (or make an empty one).
     async fn load(&self, key: &[Datum]) -> StreamResult<GroupState> {
-        let mut state = self.fresh();
+        let mut state = fresh(&self.calls);
         if let Some(saved) = self.table.get(key).await? {
             decode_state(&saved, &mut state)?;
-            state.emitted = self.output_of(key, &state)?;
+            state.stored = true;
         }
         Ok(state)
     }
+}
 
-    fn output_of(&self, key: &[Datum], state: &GroupState) -> StreamResult<Option<Row>> {
-        if state.row_count == 0 && !self.group_by.is_empty() {
-            return Ok(None);
-        }
-        let mut row: Row = key.to_vec();
-        for acc in &state.accs {
-            row.push(acc.output()?);
-        }
-        Ok(Some(row))
+fn fresh(calls: &[AggCall]) -> GroupState {
+    GroupState {
+        row_count: 0,
+        accs: calls.iter().map(create_accumulator).collect(),
+        stored: false,
+        dirty: false,
     }
+}
+
+/// The group's output row (`None` for a group of no rows, unless global).
+fn output_of(global: bool, key: &[Datum], state: &GroupState) -> StreamResult<Option<Row>> {
+    if state.row_count == 0 && !global {
+        return Ok(None);
+    }
+    let mut row: Row = Vec::with_capacity(key.len() + state.accs.len());
+    row.extend_from_slice(key);
+    for acc in &state.accs {
+        row.push(acc.output()?);
+    }
+    Ok(Some(row))
+}
+
+/// Note the group's first change of the epoch, with the result the
+/// downstream holds for it until then.
+fn mark_dirty(
+    global: bool,
+    key: GroupKey,
+    state: &mut GroupState,
+    dirty: &mut Vec<(GroupKey, Option<Row>)>,
+) -> StreamResult<()> {
+    let before = if state.stored {
+        output_of(global, &key, state)?
+    } else {
+        None
+    };
+    state.dirty = true;
+    dirty.push((key, before));
+    Ok(())
 }
 
 fn encode_state(state: &GroupState) -> Row {
@@ -124,14 +161,39 @@ impl Executor for HashAggExecutor {
         chunk: StreamChunk,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
+        let global = self.group_by.is_empty();
+        if self.complete.is_none() {
+            self.complete = Some(if self.table.is_empty().await? {
+                self.table.vnodes().clone()
+            } else {
+                Bitmap::empty()
+            });
+        }
         for (op, row) in chunk.iter() {
-            let key: Vec<Datum> = self.group_by.iter().map(|&i| row[i].clone()).collect();
-            if !self.cache.contains_key(&key) {
-                let state = self.load(&key).await?;
-                self.cache.insert(key.clone(), state);
-            }
-            let Some(state) = self.cache.get_mut(&key) else {
-                continue;
+            let key: GroupKey = self.group_by.iter().map(|&i| row[i].clone()).collect();
+            let state = match self.cache.entry(key) {
+                Entry::Occupied(mut e) => {
+                    if !e.get().dirty {
+                        let key = e.key().clone();
+                        mark_dirty(global, key, e.get_mut(), &mut self.dirty)?;
+                    }
+                    e.into_mut()
+                }
+                Entry::Vacant(e) => {
+                    let mut state = fresh(&self.calls);
+                    let complete = self
+                        .complete
+                        .as_ref()
+                        .is_some_and(|c| c.contains(self.table.vnode_of_pk(e.key())));
+                    if !complete {
+                        if let Some(saved) = self.table.get(e.key()).await? {
+                            decode_state(&saved, &mut state)?;
+                            state.stored = true;
+                        }
+                    }
+                    mark_dirty(global, e.key().clone(), &mut state, &mut self.dirty)?;
+                    e.insert(state)
+                }
             };
             let insert = op.is_insert();
             state.row_count += if insert { 1 } else { -1 };
@@ -144,7 +206,6 @@ impl Executor for HashAggExecutor {
                     tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "aggregate update failed; row ignored by this aggregate");
                 }
             }
-            self.dirty.insert(key);
         }
         Ok(())
     }
@@ -154,39 +215,39 @@ impl Executor for HashAggExecutor {
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        if self.group_by.is_empty() && !self.cache.contains_key(&Vec::new()) {
+        let global = self.group_by.is_empty();
+        if global && !self.cache.contains_key(&Vec::new()) {
             // The global group exists from the first barrier on.
-            let state = self.load(&[]).await?;
-            if state.emitted.is_none() {
-                self.dirty.insert(Vec::new());
+            let mut state = self.load(&[]).await?;
+            if !state.stored {
+                state.dirty = true;
+                self.dirty.push((Vec::new(), None));
             }
             self.cache.insert(Vec::new(), state);
         }
         let mut builder = ChunkBuilder::new();
-        for key in std::mem::take(&mut self.dirty) {
-            let Some(state) = self.cache.get(&key) else {
+        for (key, old) in std::mem::take(&mut self.dirty) {
+            let Some(state) = self.cache.get_mut(&key) else {
                 continue;
             };
-            let new = self.output_of(&key, state)?;
-            let old = state.emitted.clone();
-            match (&old, &new) {
-                (None, Some(n)) => builder.push(Op::Insert, n.clone(), out),
-                (Some(o), None) => builder.push(Op::Delete, o.clone(), out),
-                (Some(o), Some(n)) if o != n => {
-                    builder.push(Op::UpdateDelete, o.clone(), out);
-                    builder.push(Op::UpdateInsert, n.clone(), out);
-                }
-                _ => {}
-            }
-            if state.row_count == 0 && !self.group_by.is_empty() {
+            state.dirty = false;
+            let new = output_of(global, &key, state)?;
+            let gone = state.row_count == 0 && !global;
+            if gone {
                 self.table.delete(&key);
                 self.cache.remove(&key);
             } else {
-                let saved = encode_state(state);
-                self.table.put(&key, &saved);
-                if let Some(s) = self.cache.get_mut(&key) {
-                    s.emitted = new;
+                self.table.put(&key, &encode_state(state));
+                state.stored = true;
+            }
+            match (old, new) {
+                (None, Some(n)) => builder.push(Op::Insert, n, out),
+                (Some(o), None) => builder.push(Op::Delete, o, out),
+                (Some(o), Some(n)) if o != n => {
+                    builder.push(Op::UpdateDelete, o, out);
+                    builder.push(Op::UpdateInsert, n, out);
                 }
+                _ => {}
             }
         }
         builder.finish(out);
@@ -195,14 +256,13 @@ impl Executor for HashAggExecutor {
     }
 
     fn update_vnodes(&mut self, new: &Bitmap) {
-        let subset = new.is_subset_of(self.table.vnodes());
         self.table.update_vnodes(new.clone());
-        if !subset {
-            self.cache.clear();
-        } else {
-            let group_len = self.group_by.len();
-            let dist: Vec<usize> = (0..group_len).collect();
-            self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+        // Groups of the vnodes kept stay cached (this actor alone wrote
+        // them); the vnodes gained are read from the store on a miss.
+        let dist: Vec<usize> = (0..self.group_by.len()).collect();
+        self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+        if let Some(c) = &mut self.complete {
+            *c = Bitmap::from_vnodes(c.iter().filter(|v| new.contains(*v)));
         }
     }
 }

@@ -94,10 +94,15 @@ impl Executor for MaterializeExecutor {
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
         if !self.handle_conflicts {
-            for (op, row) in chunk.iter() {
+            let rows = &chunk.rows;
+            for (i, (op, row)) in chunk.iter().enumerate() {
                 if op.is_insert() {
                     self.put(row);
-                } else {
+                } else if !(op == Op::UpdateDelete
+                    && chunk.ops.get(i + 1) == Some(&Op::UpdateInsert)
+                    && self.pk.iter().all(|&c| row[c] == rows[i + 1][c]))
+                {
+                    // (an update that keeps the pk is one overwrite)
                     self.delete(row);
                 }
             }
