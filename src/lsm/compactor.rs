@@ -11,7 +11,7 @@
 //!   small, and merging every few of them into L1 would rewrite all of L1
 //!   each time.
 //! - L0 goes to L1 (with the L1 files it overlaps) once it holds
-//!   `1 / level_ratio` of L1's bytes, or has `4 * l0_trigger` files.
+//!   `1 / l0_ratio` of L1's bytes, or has `4 * l0_trigger` files.
 //! - Of the merges due, the one furthest past its trigger runs first
 //!   (score = files or bytes over the trigger, as in RocksDB).
 //! - Files hold one table each, so an L0 file of an append-only table
@@ -46,6 +46,10 @@ pub struct CompactionOptions {
     pub l0_stop_sublevels: usize,
     pub base_level_bytes: u64,
     pub level_ratio: u64,
+    /// L0 goes to L1 once it holds `1 / l0_ratio` of L1's bytes. Below
+    /// `level_ratio`: under updates of random keys every L0 -> L1 merge
+    /// rewrites all of L1, so letting L0 grow larger divides that work.
+    pub l0_ratio: u64,
     pub target_file_size: usize,
     pub sst: SstOptions,
 }
@@ -57,6 +61,7 @@ impl Default for CompactionOptions {
             l0_stop_sublevels: 64,
             base_level_bytes: 64 << 20,
             level_ratio: 10,
+            l0_ratio: 3,
             target_file_size: 16 << 20,
             sst: SstOptions::default(),
         }
@@ -169,7 +174,7 @@ pub fn pick(
         let l1_bytes: u64 = l1.iter().map(|f| f.size).sum();
         let inputs: Vec<Vec<Arc<SstInfo>>> = subs.iter().map(|s| s.to_vec()).collect();
         let to_l1 = (subs.len() as f64 / (options.l0_trigger * 4) as f64)
-            .max(l0_bytes.saturating_mul(options.level_ratio) as f64 / l1_bytes.max(1) as f64);
+            .max(l0_bytes.saturating_mul(options.l0_ratio) as f64 / l1_bytes.max(1) as f64);
         if to_l1 >= 1.0 {
             offer(to_l1, l0_to_l1(version, inputs.clone(), l1));
         }

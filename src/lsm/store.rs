@@ -122,10 +122,22 @@ impl LsmStateStore {
         if version.id <= layers.version.id {
             return;
         }
-        let committed = version.committed_epoch;
-        layers.synced.retain(|&e, _| e > committed);
-        layers.staged.retain(|&e, _| e > committed);
+        let after = version.committed_epoch.saturating_add(1);
+        let synced = layers.synced.split_off(&after);
+        let synced = std::mem::replace(&mut layers.synced, synced);
+        let staged = layers.staged.split_off(&after);
+        let staged = std::mem::replace(&mut layers.staged, staged);
         layers.version = version;
+        drop(layers);
+        // Freeing an epoch's writes takes time in proportion to its keys:
+        // not under the lock, and not on the path of the next barrier.
+        let free = move || drop((synced, staged));
+        if let Err(e) = std::thread::Builder::new()
+            .name("lsm-free".into())
+            .spawn(free)
+        {
+            tracing::debug!(error = %e, "no thread to free committed epochs; freeing inline");
+        }
     }
 
     pub fn version(&self) -> Arc<Version> {
@@ -275,12 +287,15 @@ impl StateStore for LsmStateStore {
         if writes.is_empty() {
             return Ok(());
         }
+        // Writes come sorted (a state table's epoch): building a map from
+        // them and appending it is a merge, not an insert per key.
+        let mut writes: EpochWrites = writes.into_iter().collect();
         self.layers
             .write()
             .staged
             .entry(epoch)
             .or_default()
-            .extend(writes);
+            .append(&mut writes);
         Ok(())
     }
 

@@ -58,6 +58,7 @@ fn tiny_options() -> (StoreOptions, VersionOptions) {
             l0_stop_sublevels: 64,
             base_level_bytes: 16 << 10,
             level_ratio: 4,
+            l0_ratio: 4,
             target_file_size: 4096,
             sst,
         },

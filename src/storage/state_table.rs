@@ -47,7 +47,92 @@ pub struct StateTable {
     /// Vnodes this actor owns; every key touched must hash into it.
     vnodes: Bitmap,
     /// Writes of the current epoch.
-    buffer: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    buffer: WriteBuffer,
+}
+
+type Write = (Vec<u8>, Option<Vec<u8>>);
+
+/// The writes of one epoch: a sorted map, or, for executors that write at
+/// most once per key in an epoch and hardly read their own writes back
+/// ([`StateTable::log_writes`]), a log sorted once at commit.
+#[derive(Default)]
+struct WriteBuffer {
+    map: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    log: Vec<Write>,
+    logged: bool,
+}
+
+impl WriteBuffer {
+    fn insert(&mut self, k: Vec<u8>, v: Option<Vec<u8>>) {
+        if self.logged {
+            self.log.push((k, v));
+        } else {
+            self.map.insert(k, v);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty() && self.log.is_empty()
+    }
+
+    fn get(&self, k: &[u8]) -> Option<&Option<Vec<u8>>> {
+        match self.log.iter().rev().find(|(lk, _)| lk.as_slice() == k) {
+            Some((_, v)) => Some(v),
+            None => self.map.get(k),
+        }
+    }
+
+    /// The writes in `[start, end)`, in key order, the last per key.
+    fn range(&self, start: Vec<u8>, end: Bound<Vec<u8>>) -> Vec<Write> {
+        if self.log.is_empty() {
+            return self
+                .map
+                .range::<Vec<u8>, _>((Bound::Included(start), end))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+        }
+        let inside = |k: &Vec<u8>| {
+            *k >= start
+                && match &end {
+                    Bound::Excluded(e) => k < e,
+                    Bound::Included(e) => k <= e,
+                    Bound::Unbounded => true,
+                }
+        };
+        last_per_key(
+            self.log
+                .iter()
+                .filter(|(k, _)| inside(k))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Every write, in key order, the last per key; empties the buffer.
+    fn take_sorted(&mut self) -> Vec<Write> {
+        let map = std::mem::take(&mut self.map);
+        let log = std::mem::take(&mut self.log);
+        if log.is_empty() {
+            return map.into_iter().collect();
+        }
+        let mut all: Vec<Write> = map.into_iter().collect();
+        all.extend(log);
+        last_per_key(all)
+    }
+}
+
+/// Sort writes by key (stably: later writes stay later) and keep the last
+/// of each key.
+fn last_per_key(mut writes: Vec<Write>) -> Vec<Write> {
+    writes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<Write> = Vec::with_capacity(writes.len());
+    for w in writes {
+        match out.last_mut() {
+            Some(last) if last.0 == w.0 => *last = w,
+            _ => out.push(w),
+        }
+    }
+    out
 }
 
 impl StateTable {
@@ -75,8 +160,18 @@ impl StateTable {
             dist_in_pk,
             codec,
             vnodes,
-            buffer: BTreeMap::new(),
+            buffer: WriteBuffer::default(),
         }
+    }
+
+    /// Buffer this table's writes as a log sorted at commit, for an
+    /// executor that writes a key about once per epoch and does not read
+    /// its own writes back (a hash aggregate's groups at the barrier, an
+    /// MV's changes). Reads stay correct, but each one that meets a logged
+    /// epoch walks the log.
+    pub fn log_writes(mut self) -> Self {
+        self.buffer.logged = true;
+        self
     }
 
     pub fn table_id(&self) -> TableId {
@@ -202,11 +297,8 @@ impl StateTable {
             .into_iter()
             .map(|(k, v)| (k.to_vec(), Some(v.to_vec())))
             .collect();
-        for (k, v) in self
-            .buffer
-            .range::<Vec<u8>, _>((Bound::Included(start), end))
-        {
-            merged.insert(k.clone(), v.clone());
+        for (k, v) in self.buffer.range(start, end) {
+            merged.insert(k, v);
         }
         let mut out = Vec::new();
         for (k, v) in merged {
@@ -269,7 +361,9 @@ impl StateTable {
     /// Hand this epoch's writes to the store.
     pub fn commit(&mut self, epoch: u64) -> StorageResult<Committed> {
         if !self.buffer.is_empty() {
-            let writes = std::mem::take(&mut self.buffer)
+            let writes = self
+                .buffer
+                .take_sorted()
                 .into_iter()
                 .map(|(k, v)| (Bytes::from(k), v.map(Bytes::from)))
                 .collect();
@@ -361,5 +455,45 @@ mod tests {
                 .len(),
             3
         );
+    }
+
+    #[tokio::test]
+    async fn logged_writes_read_and_commit_like_mapped_ones() {
+        let mem = Arc::new(MemoryStateStore::new());
+        let store: Arc<dyn StateStore> = mem.clone();
+        let mut t = StateTable::new(
+            8,
+            store.clone(),
+            vec![DataType::Int64, DataType::Int64],
+            vec![],
+            vec![0],
+            ValueCodec::Schema(vec![DataType::Int64, DataType::Int64]),
+            Bitmap::full(),
+        )
+        .log_writes();
+        assert!(t.is_empty().await.unwrap());
+        t.put(&[i(1), i(2)], &[i(1), i(2)]);
+        t.put(&[i(1), i(1)], &[i(1), i(10)]);
+        t.put(&[i(1), i(1)], &[i(1), i(11)]);
+        t.put(&[i(2), i(1)], &[i(2), i(1)]);
+        t.delete(&[i(2), i(1)]);
+        assert!(!t.is_empty().await.unwrap());
+        // the last write of a key wins, in reads and in the commit
+        assert_eq!(t.get(&[i(1), i(1)]).await.unwrap(), Some(vec![i(1), i(11)]));
+        assert_eq!(t.get(&[i(2), i(1)]).await.unwrap(), None);
+        let rows = t.scan_prefix(&[i(1)]).await.unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                (vec![i(1), i(1)], vec![i(1), i(11)]),
+                (vec![i(1), i(2)], vec![i(1), i(2)])
+            ]
+        );
+        let _ = t.commit(1).unwrap();
+        mem.commit(1);
+        let stored = scan_table_committed(&*store.snapshot(), 8, &[DataType::Int64; 2], None)
+            .await
+            .unwrap();
+        assert_eq!(stored, vec![vec![i(1), i(11)], vec![i(1), i(2)]]);
     }
 }

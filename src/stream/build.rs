@@ -276,7 +276,12 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             handle_conflicts,
             inserts_are_new,
         } => Box::new(MaterializeExecutor::new(
-            table.build(store, vnodes),
+            if *handle_conflicts {
+                table.build(store, vnodes)
+            } else {
+                // An MV reads nothing back: its writes are logged.
+                table.build(store, vnodes).log_writes()
+            },
             pk.clone(),
             dist_key.clone(),
             *handle_conflicts,
@@ -289,7 +294,8 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
         } => Box::new(HashAggExecutor::new(
             group_by.clone(),
             calls.clone(),
-            table.build(store, vnodes),
+            // Groups are written at the barrier, once each.
+            table.build(store, vnodes).log_writes(),
             id,
         )),
         NodeDesc::HashJoin {
