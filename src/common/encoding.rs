@@ -286,14 +286,24 @@ fn decode_f64(r: &mut Reader) -> Result<F64, DecodeError> {
 /// The one stable hash of a distribution key, shared by dispatchers, state
 /// tables and batch scans (FNV-1a over the memcomparable encoding).
 pub fn hash_key(key: &[Datum]) -> u64 {
-    let mut buf = Vec::with_capacity(32);
-    encode_row(&mut buf, key);
-    hash_bytes(&buf)
+    hash_datums(key.iter())
 }
 
-fn hash_bytes(buf: &[u8]) -> u64 {
+/// The vnode of a row, given the indices of its distribution key.
+pub fn vnode_of(row: &[Datum], dist_key: &[usize]) -> VirtualNode {
+    if dist_key.is_empty() {
+        return 0;
+    }
+    (hash_datums(dist_key.iter().map(|&i| &row[i])) % VNODE_COUNT as u64) as VirtualNode
+}
+
+fn hash_datums<'a>(key: impl Iterator<Item = &'a Datum>) -> u64 {
+    let mut buf = Vec::with_capacity(32);
+    for d in key {
+        encode_datum(&mut buf, d);
+    }
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in buf {
+    for b in buf {
         h ^= b as u64;
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -302,18 +312,6 @@ fn hash_bytes(buf: &[u8]) -> u64 {
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
     h
-}
-
-/// The vnode of a row, given the indices of its distribution key.
-pub fn vnode_of(row: &[Datum], dist_key: &[usize]) -> VirtualNode {
-    if dist_key.is_empty() {
-        return 0;
-    }
-    let mut buf = Vec::with_capacity(32);
-    for &i in dist_key {
-        encode_datum(&mut buf, &row[i]);
-    }
-    (hash_bytes(&buf) % VNODE_COUNT as u64) as VirtualNode
 }
 
 #[cfg(test)]

@@ -369,10 +369,6 @@ impl StateStore for LsmStateStore {
             .await
     }
 
-    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        self.scan_limit(range, uncommitted, usize::MAX).await
-    }
-
     async fn scan_committed_limit(
         &self,
         range: KeyRange,

@@ -153,15 +153,26 @@ impl StateStore for MemoryStateStore {
         Ok(self.committed.read().get(key).cloned())
     }
 
-    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        uncommitted: bool,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
         let committed = self.committed.read().clone();
         let base = range_of(&committed, &range);
         if !uncommitted {
-            return Ok(base.map(|(k, v)| (k.clone(), v.clone())).collect());
+            return Ok(base
+                .take(limit)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect());
         }
         let staged = self.staged.read();
         if staged.is_empty() {
-            return Ok(base.map(|(k, v)| (k.clone(), v.clone())).collect());
+            return Ok(base
+                .take(limit)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect());
         }
         let mut merged: BTreeMap<Bytes, Option<Bytes>> =
             base.map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
@@ -175,18 +186,8 @@ impl StateStore for MemoryStateStore {
         Ok(merged
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .take(limit)
             .collect())
-    }
-
-    async fn scan_limit(
-        &self,
-        range: KeyRange,
-        uncommitted: bool,
-        limit: usize,
-    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        let mut all = self.scan(range, uncommitted).await?;
-        all.truncate(limit);
-        Ok(all)
     }
 
     async fn scan_committed_limit(

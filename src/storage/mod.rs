@@ -110,16 +110,17 @@ pub trait StateStore: Send + Sync + 'static {
     /// first commit).
     fn committed_epoch(&self) -> u64;
     async fn get(&self, key: &[u8], uncommitted: bool) -> StorageResult<Option<Bytes>>;
-    /// All live pairs of a key range in key order.
-    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>>;
-    /// The first `limit` live pairs of a key range in key order (`scan`
-    /// that stops early).
+    /// The first `limit` live pairs of a key range in key order.
     async fn scan_limit(
         &self,
         range: KeyRange,
         uncommitted: bool,
         limit: usize,
     ) -> StorageResult<Vec<(Bytes, Bytes)>>;
+    /// All live pairs of a key range in key order.
+    async fn scan(&self, range: KeyRange, uncommitted: bool) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        self.scan_limit(range, uncommitted, usize::MAX).await
+    }
     /// The first `limit` committed pairs of a key range, in key order.
     async fn scan_committed_limit(
         &self,

@@ -418,19 +418,25 @@ mod tests {
         Some(ScalarValue::Int64(v))
     }
 
-    #[tokio::test]
-    async fn put_get_scan_commit() {
-        let mem = Arc::new(MemoryStateStore::new());
-        let store: Arc<dyn StateStore> = mem.clone();
-        let mut t = StateTable::new(
-            7,
+    /// A table of two bigint columns, both in the pk, distributed by the
+    /// first.
+    fn two_ints(id: TableId, store: &Arc<dyn StateStore>) -> StateTable {
+        StateTable::new(
+            id,
             store.clone(),
             vec![DataType::Int64, DataType::Int64],
             vec![],
             vec![0],
             ValueCodec::Schema(vec![DataType::Int64, DataType::Int64]),
             Bitmap::full(),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn put_get_scan_commit() {
+        let mem = Arc::new(MemoryStateStore::new());
+        let store: Arc<dyn StateStore> = mem.clone();
+        let mut t = two_ints(7, &store);
         t.put(&[i(1), i(2)], &[i(1), i(2)]);
         t.put(&[i(1), i(1)], &[i(1), i(1)]);
         t.put(&[i(2), i(1)], &[i(2), i(1)]);
@@ -461,16 +467,7 @@ mod tests {
     async fn logged_writes_read_and_commit_like_mapped_ones() {
         let mem = Arc::new(MemoryStateStore::new());
         let store: Arc<dyn StateStore> = mem.clone();
-        let mut t = StateTable::new(
-            8,
-            store.clone(),
-            vec![DataType::Int64, DataType::Int64],
-            vec![],
-            vec![0],
-            ValueCodec::Schema(vec![DataType::Int64, DataType::Int64]),
-            Bitmap::full(),
-        )
-        .log_writes();
+        let mut t = two_ints(8, &store).log_writes();
         assert!(t.is_empty().await.unwrap());
         t.put(&[i(1), i(2)], &[i(1), i(2)]);
         t.put(&[i(1), i(1)], &[i(1), i(10)]);

@@ -69,16 +69,16 @@ impl HashAggExecutor {
             actor_id,
         }
     }
+}
 
-    /// Load a group from the state table (or make an empty one).
-    async fn load(&self, key: &[Datum]) -> StreamResult<GroupState> {
-        let mut state = fresh(&self.calls);
-        if let Some(saved) = self.table.get(key).await? {
-            decode_state(&saved, &mut state)?;
-            state.stored = true;
-        }
-        Ok(state)
+/// Load a group from the state table (or make an empty one).
+async fn load(table: &StateTable, calls: &[AggCall], key: &[Datum]) -> StreamResult<GroupState> {
+    let mut state = fresh(calls);
+    if let Some(saved) = table.get(key).await? {
+        decode_state(&saved, &mut state)?;
+        state.stored = true;
     }
+    Ok(state)
 }
 
 fn fresh(calls: &[AggCall]) -> GroupState {
@@ -180,17 +180,15 @@ impl Executor for HashAggExecutor {
                     e.into_mut()
                 }
                 Entry::Vacant(e) => {
-                    let mut state = fresh(&self.calls);
                     let complete = self
                         .complete
                         .as_ref()
                         .is_some_and(|c| c.contains(self.table.vnode_of_pk(e.key())));
-                    if !complete {
-                        if let Some(saved) = self.table.get(e.key()).await? {
-                            decode_state(&saved, &mut state)?;
-                            state.stored = true;
-                        }
-                    }
+                    let mut state = if complete {
+                        fresh(&self.calls)
+                    } else {
+                        load(&self.table, &self.calls, e.key()).await?
+                    };
                     mark_dirty(global, e.key().clone(), &mut state, &mut self.dirty)?;
                     e.insert(state)
                 }
@@ -218,7 +216,7 @@ impl Executor for HashAggExecutor {
         let global = self.group_by.is_empty();
         if global && !self.cache.contains_key(&Vec::new()) {
             // The global group exists from the first barrier on.
-            let mut state = self.load(&[]).await?;
+            let mut state = load(&self.table, &self.calls, &[]).await?;
             if !state.stored {
                 state.dirty = true;
                 self.dirty.push((Vec::new(), None));
