@@ -6,7 +6,8 @@
 //! - recorded as things happen, through one-line calls from the code that
 //!   sees them: barrier latency and the committed epoch (the barrier
 //!   manager), rows into and out of each fragment's actors and the time
-//!   actors wait on full outputs (the actor loop), sessions (pgwire);
+//!   actors wait on full outputs (the actor loop), sessions (pgwire), the
+//!   memory of aggregation groups (each hash aggregation at its barriers);
 //! - read from meta's catalog at each scrape: actors per compute node,
 //!   scale operations and their pause (from `rw_scale_history`).
 //!
@@ -39,6 +40,8 @@ struct Recorded {
     backpressure: prometheus::CounterVec,
     sessions: IntGauge,
     connections: IntCounter,
+    agg_cache_bytes: IntGauge,
+    agg_cache_groups: IntGauge,
 }
 
 fn build() -> prometheus::Result<Recorded> {
@@ -79,6 +82,16 @@ fn build() -> prometheus::Result<Recorded> {
         "ebbflow_connections_total",
         "Client connections accepted since the start",
     )?;
+    let agg_cache_bytes = IntGauge::new(
+        "ebbflow_agg_cache_bytes",
+        "Bytes of groups the hash aggregations of this process hold in memory (their packed state, not what the store caches)",
+    )?;
+    let agg_cache_groups = IntGauge::new(
+        "ebbflow_agg_cache_groups",
+        "Groups the hash aggregations of this process hold in memory",
+    )?;
+    registry.register(Box::new(agg_cache_bytes.clone()))?;
+    registry.register(Box::new(agg_cache_groups.clone()))?;
     registry.register(Box::new(barrier_latency.clone()))?;
     registry.register(Box::new(committed_epoch.clone()))?;
     registry.register(Box::new(rows_in.clone()))?;
@@ -95,6 +108,8 @@ fn build() -> prometheus::Result<Recorded> {
         backpressure,
         sessions,
         connections,
+        agg_cache_bytes,
+        agg_cache_groups,
     })
 }
 
@@ -135,6 +150,15 @@ pub fn chunk_sent(fragment: u32, rows: usize, started: Instant) {
         r.backpressure
             .with_label_values(&[&label])
             .inc_by(started.elapsed().as_secs_f64());
+    }
+}
+
+/// The groups a hash aggregation holds in memory grew by `groups` (and
+/// `bytes`); negative when they shrank.
+pub fn agg_cache_changed(bytes: i64, groups: i64) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.agg_cache_bytes.add(bytes);
+        r.agg_cache_groups.add(groups);
     }
 }
 

@@ -235,8 +235,8 @@ impl Accumulator for InsertOnlyMinMax {
         vec![self.best.clone()]
     }
 
-    fn load(&mut self, state: &Row) -> ExprResult<()> {
-        match state.as_slice() {
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
+        match state {
             [best] => {
                 self.best = best.clone();
                 Ok(())
@@ -313,7 +313,7 @@ mod tests {
         fn save(&self) -> Row {
             vec![]
         }
-        fn load(&mut self, _: &Row) -> ExprResult<()> {
+        fn load(&mut self, _: &[Datum]) -> ExprResult<()> {
             Ok(())
         }
         fn box_clone(&self) -> Box<dyn Accumulator> {

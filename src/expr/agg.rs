@@ -54,7 +54,7 @@ pub trait Accumulator: Send + Sync + std::fmt::Debug {
     /// Save the whole state as a row of datums (any length).
     fn save(&self) -> Row;
     /// Restore a state saved by `save` of an accumulator of the same call.
-    fn load(&mut self, state: &Row) -> ExprResult<()>;
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()>;
     fn box_clone(&self) -> Box<dyn Accumulator>;
 }
 
@@ -96,7 +96,7 @@ fn retract_missing() -> ExprError {
     )
 }
 
-fn get_i64(state: &Row, i: usize) -> ExprResult<i64> {
+fn get_i64(state: &[Datum], i: usize) -> ExprResult<i64> {
     match state.get(i) {
         Some(Some(ScalarValue::Int64(v))) => Ok(*v),
         _ => Err(corrupt()),
@@ -110,7 +110,7 @@ fn split_i128(v: i128) -> [Datum; 2] {
     ]
 }
 
-fn join_i128(state: &Row, i: usize) -> ExprResult<i128> {
+fn join_i128(state: &[Datum], i: usize) -> ExprResult<i128> {
     let hi = get_i64(state, i)? as i128;
     let lo = get_i64(state, i + 1)? as u64 as i128;
     Ok((hi << 64) | lo)
@@ -136,7 +136,7 @@ impl Accumulator for Count {
     fn save(&self) -> Row {
         vec![Some(ScalarValue::Int64(self.n))]
     }
-    fn load(&mut self, state: &Row) -> ExprResult<()> {
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
         self.n = get_i64(state, 0)?;
         Ok(())
     }
@@ -233,6 +233,18 @@ impl SumAvg {
     }
 }
 
+/// The result of sum/avg over `n > 0` integer inputs totalling `sum`.
+fn int_total(sum: i128, n: i64, avg: bool, return_type: DataType) -> ExprResult<ScalarValue> {
+    let numeric = || Decimal::try_from_i128_with_scale(sum, 0).map_err(|_| numeric_overflow());
+    Ok(if avg {
+        ScalarValue::Decimal(decimal_div(numeric()?, Decimal::from(n))?)
+    } else if return_type == DataType::Int64 {
+        ScalarValue::Int64(i64::try_from(sum).map_err(|_| int_out_of_range(DataType::Int64))?)
+    } else {
+        ScalarValue::Decimal(numeric()?)
+    })
+}
+
 impl Accumulator for SumAvg {
     fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
         let Some(v) = value else {
@@ -305,22 +317,7 @@ impl Accumulator for SumAvg {
         }
         let n = self.count;
         Ok(Some(match &self.state {
-            SumState::Int(sum) => {
-                if self.avg {
-                    let s = Decimal::try_from_i128_with_scale(*sum, 0)
-                        .map_err(|_| numeric_overflow())?;
-                    ScalarValue::Decimal(decimal_div(s, Decimal::from(n))?)
-                } else if self.return_type == DataType::Int64 {
-                    ScalarValue::Int64(
-                        i64::try_from(*sum).map_err(|_| int_out_of_range(DataType::Int64))?,
-                    )
-                } else {
-                    ScalarValue::Decimal(
-                        Decimal::try_from_i128_with_scale(*sum, 0)
-                            .map_err(|_| numeric_overflow())?,
-                    )
-                }
-            }
+            SumState::Int(sum) => int_total(*sum, n, self.avg, self.return_type)?,
             SumState::Decimal { sum, scales } => {
                 let total = Self::decimal_total(*sum, scales);
                 if self.avg {
@@ -408,7 +405,7 @@ impl Accumulator for SumAvg {
         row
     }
 
-    fn load(&mut self, state: &Row) -> ExprResult<()> {
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
         self.count = get_i64(state, 0)?;
         match &mut self.state {
             SumState::Int(sum) => *sum = join_i128(state, 1)?,
@@ -532,7 +529,7 @@ impl Accumulator for MinMax {
         save_multiset(&self.values, &mut row);
         row
     }
-    fn load(&mut self, state: &Row) -> ExprResult<()> {
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
         load_multiset(state, &mut self.values)
     }
     fn box_clone(&self) -> Box<dyn Accumulator> {
@@ -569,10 +566,10 @@ impl Accumulator for Distinct {
         save_multiset(&self.counts, &mut row);
         row
     }
-    fn load(&mut self, state: &Row) -> ExprResult<()> {
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
         let n = usize::try_from(get_i64(state, 0)?).map_err(|_| corrupt())?;
         let inner = state.get(1..1 + n).ok_or_else(corrupt)?;
-        self.inner.load(&inner.to_vec())?;
+        self.inner.load(inner)?;
         load_multiset(&state[1 + n..], &mut self.counts)
     }
     fn box_clone(&self) -> Box<dyn Accumulator> {
@@ -583,5 +580,8 @@ impl Accumulator for Distinct {
     }
 }
 
+mod states;
 #[cfg(test)]
 mod tests;
+
+pub use states::AggStates;

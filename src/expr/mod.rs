@@ -19,7 +19,7 @@ mod string;
 
 use crate::common::{DataType, Datum};
 
-pub use agg::{create_accumulator, Accumulator, AggCall, AggKind};
+pub use agg::{create_accumulator, Accumulator, AggCall, AggKind, AggStates};
 pub use build::{agg_return_type, build_cast, build_func, common_type, Func};
 pub use cast::cast_value;
 pub use string::quote_ident;

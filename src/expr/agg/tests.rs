@@ -195,7 +195,7 @@ fn distinct_aggregates() {
 #[test]
 fn corrupt_state_is_an_error() {
     let mut acc = create_accumulator(&call(AggKind::Sum, Some(Int32), false));
-    assert!(acc.load(&vec![Some(ScalarValue::Boolean(true))]).is_err());
+    assert!(acc.load(&[Some(ScalarValue::Boolean(true))]).is_err());
     let mut acc = create_accumulator(&call(AggKind::Count, Some(Int32), true));
-    assert!(acc.load(&vec![Some(ScalarValue::Int64(5))]).is_err());
+    assert!(acc.load(&[Some(ScalarValue::Int64(5))]).is_err());
 }

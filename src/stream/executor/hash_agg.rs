@@ -8,48 +8,39 @@
 //!
 //! State: one row per group in the state table, keyed by the group key,
 //! holding the row count and every accumulator's saved state. Every group
-//! the actor has met stays in memory; each is written to the store once per
-//! epoch in which it changed. A group's previous result is not kept: it is
+//! the actor has met stays in memory, packed ([`groups`]); each is written
+//! to the store once per epoch in which it changed. A group's previous result is not kept: it is
 //! computed when the group first changes in an epoch. When the state table
 //! is empty as the actor starts (a new job), every group it meets is new and
 //! a miss never reads the store; the vnodes it gains in a scale are read on
 //! a miss, as after a recovery.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+mod groups;
 
 use async_trait::async_trait;
 
+use self::groups::{Groups, DIRTY, STORED};
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::vnode_of;
 use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
-use crate::expr::{create_accumulator, Accumulator, AggCall};
+use crate::expr::AggCall;
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::{StreamError, StreamResult};
-
-type GroupKey = Vec<Datum>;
-
-struct GroupState {
-    row_count: i64,
-    accs: Vec<Box<dyn Accumulator>>,
-    /// The group's result is in the output (and its state in the store).
-    stored: bool,
-    /// Changed in the current epoch (its key is in `HashAggExecutor::dirty`).
-    dirty: bool,
-}
 
 pub struct HashAggExecutor {
     group_by: Vec<usize>,
     calls: Vec<AggCall>,
     table: StateTable,
-    cache: HashMap<GroupKey, GroupState, foldhash::fast::RandomState>,
+    groups: Groups,
     /// Groups changed this epoch, with the result they had before it.
-    dirty: Vec<(GroupKey, Option<Row>)>,
-    /// Vnodes whose every stored group is in `cache`: a miss there is a new
-    /// group. `None` until the first chunk looked at the table.
+    dirty: Vec<(u32, Option<Row>)>,
+    /// Vnodes whose every stored group is in `groups`: a miss there is a
+    /// new group. `None` until the first chunk looked at the table.
     complete: Option<Bitmap>,
     actor_id: u32,
+    /// Bytes and groups last added to the process's cache metrics.
+    reported: (i64, i64),
 }
 
 impl HashAggExecutor {
@@ -60,93 +51,102 @@ impl HashAggExecutor {
         actor_id: u32,
     ) -> Self {
         HashAggExecutor {
+            groups: Groups::new(group_by.len(), &calls),
             group_by,
             calls,
             table,
-            cache: HashMap::default(),
             dirty: Vec::new(),
             complete: None,
             actor_id,
+            reported: (0, 0),
         }
     }
-}
 
-/// Load a group from the state table (or make an empty one).
-async fn load(table: &StateTable, calls: &[AggCall], key: &[Datum]) -> StreamResult<GroupState> {
-    let mut state = fresh(calls);
-    if let Some(saved) = table.get(key).await? {
-        decode_state(&saved, &mut state)?;
-        state.stored = true;
+    /// Bring the process's cache metrics up to date with this actor.
+    fn report_cache(&mut self, bytes: i64, groups: i64) {
+        crate::metrics::agg_cache_changed(bytes - self.reported.0, groups - self.reported.1);
+        self.reported = (bytes, groups);
     }
-    Ok(state)
-}
 
-fn fresh(calls: &[AggCall]) -> GroupState {
-    GroupState {
-        row_count: 0,
-        accs: calls.iter().map(create_accumulator).collect(),
-        stored: false,
-        dirty: false,
+    fn global(&self) -> bool {
+        self.group_by.is_empty()
+    }
+
+    /// Add the group of `key`, from its stored state if `read` and it has one.
+    async fn add_group(&mut self, hash: u64, key: Row, read: bool) -> StreamResult<usize> {
+        let saved = if read {
+            self.table.get(&key).await?
+        } else {
+            None
+        };
+        let g = self.groups.insert(hash, key);
+        if let Some(saved) = saved {
+            decode_state(&saved, &mut self.groups, g)?;
+            self.groups.flags[g] |= STORED;
+        }
+        Ok(g)
+    }
+
+    /// Note group `g`'s first change of the epoch, with the result the
+    /// downstream holds for it until then.
+    fn mark_dirty(&mut self, g: usize) -> StreamResult<()> {
+        let before = if self.groups.flags[g] & STORED != 0 {
+            output_of(self.global(), &self.groups, g)?
+        } else {
+            None
+        };
+        self.groups.flags[g] |= DIRTY;
+        self.dirty.push((g as u32, before));
+        Ok(())
     }
 }
 
-/// The group's output row (`None` for a group of no rows, unless global).
-fn output_of(global: bool, key: &[Datum], state: &GroupState) -> StreamResult<Option<Row>> {
-    if state.row_count == 0 && !global {
+/// Group `g`'s output row (`None` for a group of no rows, unless global).
+fn output_of(global: bool, groups: &Groups, g: usize) -> StreamResult<Option<Row>> {
+    let rows = groups.row_counts[g];
+    if rows == 0 && !global {
         return Ok(None);
     }
-    let mut row: Row = Vec::with_capacity(key.len() + state.accs.len());
+    let key = groups.key(g);
+    let mut row: Row = Vec::with_capacity(key.len() + groups.states.len());
     row.extend_from_slice(key);
-    for acc in &state.accs {
-        row.push(acc.output()?);
+    for s in &groups.states {
+        row.push(s.output(g, rows)?);
     }
     Ok(Some(row))
 }
 
-/// Note the group's first change of the epoch, with the result the
-/// downstream holds for it until then.
-fn mark_dirty(
-    global: bool,
-    key: GroupKey,
-    state: &mut GroupState,
-    dirty: &mut Vec<(GroupKey, Option<Row>)>,
-) -> StreamResult<()> {
-    let before = if state.stored {
-        output_of(global, &key, state)?
-    } else {
-        None
-    };
-    state.dirty = true;
-    dirty.push((key, before));
-    Ok(())
-}
-
-fn encode_state(state: &GroupState) -> Row {
-    let mut row: Row = vec![Some(ScalarValue::Int64(state.row_count))];
-    for acc in &state.accs {
-        let saved = acc.save();
+/// The stored state of group `g`: its row count, then per call the length
+/// of the call's state and the state.
+fn encode_state(groups: &Groups, g: usize) -> Row {
+    let rows = groups.row_counts[g];
+    let mut row: Row = vec![Some(ScalarValue::Int64(rows))];
+    for s in &groups.states {
+        let saved = s.save(g, rows);
         row.push(Some(ScalarValue::Int32(saved.len() as i32)));
         row.extend(saved);
     }
     row
 }
 
-fn decode_state(saved: &Row, state: &mut GroupState) -> StreamResult<()> {
+fn decode_state(saved: &[Datum], groups: &mut Groups, g: usize) -> StreamResult<()> {
     let bad = || StreamError::Internal("corrupt aggregate state".into());
-    let mut it = saved.iter();
-    state.row_count = it
-        .next()
-        .and_then(|d| d.as_ref()?.as_i64())
-        .ok_or_else(bad)?;
-    for acc in &mut state.accs {
-        let n = it
-            .next()
-            .and_then(|d| d.as_ref()?.as_i64())
-            .ok_or_else(bad)? as usize;
-        let part: Row = it.by_ref().take(n).cloned().collect();
-        acc.load(&part)?;
+    let int = |d: Option<&Datum>| d.and_then(|d| d.as_ref()?.as_i64()).ok_or_else(bad);
+    groups.row_counts[g] = int(saved.first())?;
+    let mut at = 1;
+    for s in &mut groups.states {
+        let n = usize::try_from(int(saved.get(at))?).map_err(|_| bad())?;
+        let part = saved.get(at + 1..at + 1 + n).ok_or_else(bad)?;
+        s.load(g, part)?;
+        at += 1 + n;
     }
     Ok(())
+}
+
+impl Drop for HashAggExecutor {
+    fn drop(&mut self) {
+        self.report_cache(0, 0);
+    }
 }
 
 #[async_trait]
@@ -161,7 +161,6 @@ impl Executor for HashAggExecutor {
         chunk: StreamChunk,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        let global = self.group_by.is_empty();
         if self.complete.is_none() {
             self.complete = Some(if self.table.is_empty().await? {
                 self.table.vnodes().clone()
@@ -170,37 +169,33 @@ impl Executor for HashAggExecutor {
             });
         }
         for (op, row) in chunk.iter() {
-            let key: GroupKey = self.group_by.iter().map(|&i| row[i].clone()).collect();
-            let state = match self.cache.entry(key) {
-                Entry::Occupied(mut e) => {
-                    if !e.get().dirty {
-                        let key = e.key().clone();
-                        mark_dirty(global, key, e.get_mut(), &mut self.dirty)?;
+            let hash = self.groups.hash_row(row, &self.group_by);
+            let g = match self.groups.find(hash, row, &self.group_by) {
+                Some(g) => {
+                    if self.groups.flags[g] & DIRTY == 0 {
+                        self.mark_dirty(g)?;
                     }
-                    e.into_mut()
+                    g
                 }
-                Entry::Vacant(e) => {
+                None => {
+                    let key: Row = self.group_by.iter().map(|&i| row[i].clone()).collect();
                     let complete = self
                         .complete
                         .as_ref()
-                        .is_some_and(|c| c.contains(self.table.vnode_of_pk(e.key())));
-                    let mut state = if complete {
-                        fresh(&self.calls)
-                    } else {
-                        load(&self.table, &self.calls, e.key()).await?
-                    };
-                    mark_dirty(global, e.key().clone(), &mut state, &mut self.dirty)?;
-                    e.insert(state)
+                        .is_some_and(|c| c.contains(self.table.vnode_of_pk(&key)));
+                    let g = self.add_group(hash, key, !complete).await?;
+                    self.mark_dirty(g)?;
+                    g
                 }
             };
             let insert = op.is_insert();
-            state.row_count += if insert { 1 } else { -1 };
-            for (acc, call) in state.accs.iter_mut().zip(&self.calls) {
+            self.groups.row_counts[g] += if insert { 1 } else { -1 };
+            for (states, call) in self.groups.states.iter_mut().zip(&self.calls) {
                 let value = match call.arg {
                     Some(i) => &row[i],
                     None => &None,
                 };
-                if let Err(e) = acc.update(insert, value) {
+                if let Err(e) = states.update(g, insert, value) {
                     tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "aggregate update failed; row ignored by this aggregate");
                 }
             }
@@ -213,30 +208,29 @@ impl Executor for HashAggExecutor {
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        let global = self.group_by.is_empty();
-        if global && !self.cache.contains_key(&Vec::new()) {
+        let global = self.global();
+        if global && self.groups.len() == 0 {
             // The global group exists from the first barrier on.
-            let mut state = load(&self.table, &self.calls, &[]).await?;
-            if !state.stored {
-                state.dirty = true;
-                self.dirty.push((Vec::new(), None));
+            let hash = self.groups.hash_row(&[], &[]);
+            let g = self.add_group(hash, Vec::new(), true).await?;
+            if self.groups.flags[g] & STORED == 0 {
+                self.groups.flags[g] |= DIRTY;
+                self.dirty.push((g as u32, None));
             }
-            self.cache.insert(Vec::new(), state);
         }
         let mut builder = ChunkBuilder::new();
-        for (key, old) in std::mem::take(&mut self.dirty) {
-            let Some(state) = self.cache.get_mut(&key) else {
-                continue;
-            };
-            state.dirty = false;
-            let new = output_of(global, &key, state)?;
-            let gone = state.row_count == 0 && !global;
-            if gone {
-                self.table.delete(&key);
-                self.cache.remove(&key);
+        let mut gone = Vec::new();
+        for (g, old) in std::mem::take(&mut self.dirty) {
+            let g = g as usize;
+            self.groups.flags[g] &= !DIRTY;
+            let new = output_of(global, &self.groups, g)?;
+            if self.groups.row_counts[g] == 0 && !global {
+                self.table.delete(self.groups.key(g));
+                gone.push(g);
             } else {
-                self.table.put(&key, &encode_state(state));
-                state.stored = true;
+                self.table
+                    .put(self.groups.key(g), &encode_state(&self.groups, g));
+                self.groups.flags[g] |= STORED;
             }
             match (old, new) {
                 (None, Some(n)) => builder.push(Op::Insert, n, out),
@@ -248,8 +242,15 @@ impl Executor for HashAggExecutor {
                 _ => {}
             }
         }
+        // Highest number first: a removal moves the last group down.
+        gone.sort_unstable_by(|a, b| b.cmp(a));
+        for g in gone {
+            self.groups.remove(g);
+        }
         builder.finish(out);
         let _committed = self.table.commit(barrier.epoch.prev)?;
+        let (bytes, groups) = (self.groups.allocated_bytes(), self.groups.len());
+        self.report_cache(bytes as i64, groups as i64);
         Ok(())
     }
 
@@ -257,8 +258,9 @@ impl Executor for HashAggExecutor {
         self.table.update_vnodes(new.clone());
         // Groups of the vnodes kept stay cached (this actor alone wrote
         // them); the vnodes gained are read from the store on a miss.
+        debug_assert!(self.dirty.is_empty(), "a scale comes after a barrier");
         let dist: Vec<usize> = (0..self.group_by.len()).collect();
-        self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+        self.groups.retain(|k| new.contains(vnode_of(k, &dist)));
         if let Some(c) = &mut self.complete {
             *c = Bitmap::from_vnodes(c.iter().filter(|v| new.contains(*v)));
         }

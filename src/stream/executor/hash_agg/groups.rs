@@ -1,0 +1,231 @@
+//! The in-memory groups of a hash aggregation, packed.
+//!
+//! Group `g` is a number: its key is `keys[g * width ..][..width]`, its row
+//! count and flags are `row_counts[g]` and `flags[g]`, and each call's state
+//! is slot `g` of that call's [`AggStates`]. A hash index maps keys to group
+//! numbers (4 bytes a slot). A lookup hashes the key columns of the input
+//! row in place, so a row that finds its group allocates nothing. Removing a
+//! group moves the last group into its number.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use hashbrown::HashTable;
+
+use crate::common::{Datum, Row};
+use crate::expr::{AggCall, AggStates};
+
+/// The group's result is downstream and its state in the store.
+pub const STORED: u8 = 1;
+/// The group changed in the current epoch.
+pub const DIRTY: u8 = 2;
+
+pub struct Groups {
+    width: usize,
+    keys: Vec<Datum>,
+    pub row_counts: Vec<i64>,
+    pub flags: Vec<u8>,
+    /// One per aggregate call.
+    pub states: Vec<AggStates>,
+    index: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+fn hash_of<'a>(hasher: &foldhash::fast::RandomState, key: impl Iterator<Item = &'a Datum>) -> u64 {
+    let mut h = hasher.build_hasher();
+    for d in key {
+        d.hash(&mut h);
+    }
+    h.finish()
+}
+
+impl Groups {
+    pub fn new(width: usize, calls: &[AggCall]) -> Groups {
+        Groups {
+            width,
+            keys: Vec::new(),
+            row_counts: Vec::new(),
+            flags: Vec::new(),
+            states: calls.iter().map(AggStates::new).collect(),
+            index: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.row_counts.len()
+    }
+
+    pub fn key(&self, g: usize) -> &[Datum] {
+        &self.keys[g * self.width..(g + 1) * self.width]
+    }
+
+    /// The hash of the key formed by columns `cols` of `row`.
+    pub fn hash_row(&self, row: &[Datum], cols: &[usize]) -> u64 {
+        hash_of(&self.hasher, cols.iter().map(|&i| &row[i]))
+    }
+
+    /// The group whose key is columns `cols` of `row`, given its hash.
+    pub fn find(&self, hash: u64, row: &[Datum], cols: &[usize]) -> Option<usize> {
+        let w = self.width;
+        self.index
+            .find(hash, |&g| {
+                let key = &self.keys[g as usize * w..(g as usize + 1) * w];
+                cols.iter().zip(key).all(|(&i, k)| row[i] == *k)
+            })
+            .map(|&g| g as usize)
+    }
+
+    /// Add an empty group with this key (of `hash`); its number.
+    pub fn insert(&mut self, hash: u64, key: Row) -> usize {
+        debug_assert_eq!(key.len(), self.width);
+        let g = self.len();
+        self.keys.extend(key);
+        self.row_counts.push(0);
+        self.flags.push(0);
+        for s in &mut self.states {
+            s.push();
+        }
+        let (keys, w, hasher) = (&self.keys, self.width, &self.hasher);
+        self.index.insert_unique(hash, g as u32, |&x| {
+            hash_of(hasher, keys[x as usize * w..(x as usize + 1) * w].iter())
+        });
+        g
+    }
+
+    /// Remove group `g`; the last group takes its number.
+    pub fn remove(&mut self, g: usize) {
+        let last = self.len() - 1;
+        let hash = hash_of(&self.hasher, self.key(g).iter());
+        if let Ok(entry) = self.index.find_entry(hash, |&x| x as usize == g) {
+            entry.remove();
+        }
+        if g != last {
+            let hash = hash_of(&self.hasher, self.key(last).iter());
+            if let Some(x) = self.index.find_mut(hash, |&x| x as usize == last) {
+                *x = g as u32;
+            }
+            let w = self.width;
+            for i in 0..w {
+                self.keys.swap(g * w + i, last * w + i);
+            }
+        }
+        self.keys.truncate(last * self.width);
+        self.row_counts.swap_remove(g);
+        self.flags.swap_remove(g);
+        for s in &mut self.states {
+            s.swap_remove(g);
+        }
+    }
+
+    /// Keep only the groups whose key passes `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[Datum]) -> bool) {
+        // Downwards, so the group moved into a freed number was kept.
+        for g in (0..self.len()).rev() {
+            if !keep(self.key(g)) {
+                self.remove(g);
+            }
+        }
+        if self.len() < self.row_counts.capacity() / 4 {
+            self.shrink_to_fit();
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.keys.shrink_to_fit();
+        self.row_counts.shrink_to_fit();
+        self.flags.shrink_to_fit();
+        for s in &mut self.states {
+            s.shrink_to_fit();
+        }
+        let (keys, w, hasher) = (&self.keys, self.width, &self.hasher);
+        self.index
+            .shrink_to_fit(|&x| hash_of(hasher, keys[x as usize * w..(x as usize + 1) * w].iter()));
+    }
+
+    /// Bytes held for the groups: the vectors and index by capacity, keys'
+    /// own heap (strings) not counted.
+    pub fn allocated_bytes(&self) -> usize {
+        self.keys.capacity() * std::mem::size_of::<Datum>()
+            + self.row_counts.capacity() * 8
+            + self.flags.capacity()
+            + self.index.allocation_size()
+            + self
+                .states
+                .iter()
+                .map(AggStates::allocated_bytes)
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::{DataType, ScalarValue};
+    use crate::expr::AggKind;
+
+    fn int(v: i64) -> Datum {
+        Some(ScalarValue::Int64(v))
+    }
+
+    fn count_sum() -> Vec<AggCall> {
+        vec![
+            AggCall {
+                kind: AggKind::CountStar,
+                arg: None,
+                arg_type: None,
+                return_type: DataType::Int64,
+                distinct: false,
+            },
+            AggCall {
+                kind: AggKind::Sum,
+                arg: Some(1),
+                arg_type: Some(DataType::Int64),
+                return_type: DataType::Decimal,
+                distinct: false,
+            },
+        ]
+    }
+
+    fn lookup(groups: &Groups, k: i64) -> Option<usize> {
+        let row = vec![int(k)];
+        groups.find(groups.hash_row(&row, &[0]), &row, &[0])
+    }
+
+    #[test]
+    fn find_insert_remove_retain() {
+        let mut groups = Groups::new(1, &count_sum());
+        for k in 0..100 {
+            assert_eq!(lookup(&groups, k), None);
+            let row = vec![int(k)];
+            let g = groups.insert(groups.hash_row(&row, &[0]), row);
+            groups.row_counts[g] = k;
+        }
+        groups.remove(lookup(&groups, 10).expect("group 10"));
+        assert_eq!(lookup(&groups, 10), None);
+        assert_eq!(groups.len(), 99);
+        groups.retain(|key| key[0].as_ref().and_then(|v| v.as_i64()) < Some(50));
+        assert_eq!(groups.len(), 49);
+        for k in 0..100 {
+            let found = lookup(&groups, k);
+            assert_eq!(found.is_some(), k < 50 && k != 10, "key {k}");
+            if let Some(g) = found {
+                assert_eq!(groups.key(g), &[int(k)][..]);
+                assert_eq!(groups.row_counts[g], k);
+            }
+        }
+    }
+
+    /// The layout target of the issue: `GROUP BY k` with `count(*)` and
+    /// `sum(v)` keeps at most 100 bytes per group in memory.
+    #[test]
+    fn a_count_sum_group_takes_under_100_bytes() {
+        let mut groups = Groups::new(1, &count_sum());
+        let n = 200_000;
+        for k in 0..n {
+            let row = vec![int(k)];
+            groups.insert(groups.hash_row(&row, &[0]), row);
+        }
+        let per_group = groups.allocated_bytes() / n as usize;
+        assert!(per_group <= 100, "{per_group} bytes per group");
+    }
+}
