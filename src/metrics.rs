@@ -7,7 +7,8 @@
 //!   sees them: barrier latency and the committed epoch (the barrier
 //!   manager), rows into and out of each fragment's actors and the time
 //!   actors wait on full outputs (the actor loop), sessions (pgwire), the
-//!   memory of aggregation groups (each hash aggregation at its barriers);
+//!   memory of aggregation groups (each hash aggregation at its barriers)
+//!   and of the state store's caches (at each committed version);
 //! - read from meta's catalog at each scrape: actors per compute node,
 //!   scale operations and their pause (from `rw_scale_history`).
 //!
@@ -42,6 +43,7 @@ struct Recorded {
     connections: IntCounter,
     agg_cache_bytes: IntGauge,
     agg_cache_groups: IntGauge,
+    store_cache_bytes: IntGauge,
 }
 
 fn build() -> prometheus::Result<Recorded> {
@@ -90,6 +92,11 @@ fn build() -> prometheus::Result<Recorded> {
         "ebbflow_agg_cache_groups",
         "Groups the hash aggregations of this process hold in memory",
     )?;
+    let store_cache_bytes = IntGauge::new(
+        "ebbflow_store_cache_bytes",
+        "Bytes of state-file blocks and indexes cached in memory by this process's state store",
+    )?;
+    registry.register(Box::new(store_cache_bytes.clone()))?;
     registry.register(Box::new(agg_cache_bytes.clone()))?;
     registry.register(Box::new(agg_cache_groups.clone()))?;
     registry.register(Box::new(barrier_latency.clone()))?;
@@ -110,6 +117,7 @@ fn build() -> prometheus::Result<Recorded> {
         connections,
         agg_cache_bytes,
         agg_cache_groups,
+        store_cache_bytes,
     })
 }
 
@@ -159,6 +167,14 @@ pub fn agg_cache_changed(bytes: i64, groups: i64) {
     if let Some(r) = RECORDED.as_ref() {
         r.agg_cache_bytes.add(bytes);
         r.agg_cache_groups.add(groups);
+    }
+}
+
+/// The state store's caches hold `bytes` (set at each committed version).
+pub fn store_cache_bytes(bytes: u64) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.store_cache_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 }
 

@@ -138,6 +138,7 @@ impl LsmStateStore {
         {
             tracing::debug!(error = %e, "no thread to free committed epochs; freeing inline");
         }
+        crate::metrics::store_cache_bytes(self.sst.cached_bytes());
     }
 
     pub fn version(&self) -> Arc<Version> {
