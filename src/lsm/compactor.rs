@@ -31,7 +31,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::cache::SstStore;
-use super::sst::{compact, CompactOptions, SstOptions, SstReader};
+use super::sst::{compact_into, CompactOptions, EntryResult, SstError, SstOptions, SstReader};
 use super::store::{finish_meta, upload_new};
 use super::version::{table_of, Version};
 use crate::meta::catalog::TableId;
@@ -277,59 +277,80 @@ fn push_down(version: &Version, i: usize, cursor: &mut Vec<Bytes>) -> Compaction
 
 /// Runs `task`: reads its inputs, merges them, uploads the outputs.
 /// Returns the output files (not yet in any version).
+///
+/// Memory stays at one input file per input group plus one output file:
+/// the merge (on a blocking thread) reads each input file when it reaches
+/// it and uploads each output as soon as it is cut.
 pub async fn run(
     sst: &SstStore,
     task: &CompactionTask,
     options: &CompactionOptions,
     dropped: BTreeSet<TableId>,
 ) -> StorageResult<Vec<SstInfo>> {
-    let mut groups: Vec<Vec<Bytes>> = Vec::with_capacity(task.inputs.len());
-    for group in &task.inputs {
-        let mut files = Vec::with_capacity(group.len());
-        for f in group {
-            files.push(sst.objects().get_all(f.id).await?);
-        }
-        groups.push(files);
-    }
     let compact_options = CompactOptions {
         sst: options.sst.clone(),
         target_file_size: options.target_file_size,
         drop_tombstones: task.drop_tombstones,
         split_prefix_len: 4,
     };
-    let outputs = tokio::task::spawn_blocking(move || -> Result<Vec<_>, String> {
-        let mut sources = Vec::with_capacity(groups.len());
-        for group in groups {
-            let mut readers = Vec::with_capacity(group.len());
-            for data in group {
-                readers.push(SstReader::open(data).map_err(|e| e.to_string())?);
-            }
-            // A group's files are disjoint and in key order: one source.
-            let iter = readers
-                .into_iter()
-                .flat_map(|r| r.iter_range(Bound::Unbounded, Bound::Unbounded));
+    let handle = tokio::runtime::Handle::current();
+    let objects = sst.objects().clone();
+    let inputs = task.inputs.clone();
+    let outputs = tokio::task::spawn_blocking(move || -> Result<Vec<_>, SstError> {
+        let external = |e: StorageError| SstError::External(Box::new(e));
+        let mut sources = Vec::with_capacity(inputs.len());
+        for group in inputs {
+            // A group's files are disjoint and in key order: one source,
+            // each file read when the merge reaches it.
+            let (handle, objects) = (handle.clone(), objects.clone());
+            let iter = group.into_iter().flat_map(
+                move |f| -> Box<dyn Iterator<Item = EntryResult> + Send> {
+                    let read = handle
+                        .block_on(objects.get_all(f.id))
+                        .map_err(external)
+                        .and_then(SstReader::open);
+                    match read {
+                        Ok(r) => Box::new(r.iter_range(Bound::Unbounded, Bound::Unbounded)),
+                        Err(e) => Box::new(std::iter::once(Err(e))),
+                    }
+                },
+            );
             sources.push(iter);
         }
         let drop_key = |k: &[u8]| table_of(k).is_some_and(|t| dropped.contains(&t));
-        compact(sources, &compact_options, &drop_key).map_err(|e| e.to_string())
+        let mut uploaded = Vec::new();
+        compact_into(sources, &compact_options, &drop_key, |data, meta| {
+            let id = handle
+                .block_on(upload_new(
+                    &objects,
+                    &data,
+                    "compactor",
+                    std::time::Duration::from_secs(30),
+                ))
+                .map_err(external)?;
+            uploaded.push((id, meta));
+            Ok(())
+        })?;
+        Ok(uploaded)
     })
     .await
     .map_err(|e| StorageError::Io(format!("compaction task failed: {e}")))?
-    .map_err(|e| StorageError::Io(format!("compaction failed: {e}")))?;
+    .map_err(|e| match e {
+        SstError::External(inner) => match inner.downcast::<StorageError>() {
+            Ok(storage) => *storage,
+            Err(other) => StorageError::Io(format!("compaction failed: {other}")),
+        },
+        e => StorageError::Io(format!("compaction failed: {e}")),
+    })?;
     let epoch = task.output_epoch();
-    let mut infos = Vec::with_capacity(outputs.len());
-    for (data, meta) in outputs {
-        let mut info = finish_meta(meta);
-        info.level = task.output_level;
-        info.epoch = epoch;
-        info.id = upload_new(
-            sst.objects(),
-            &data,
-            "compactor",
-            std::time::Duration::from_secs(30),
-        )
-        .await?;
-        infos.push(info);
-    }
-    Ok(infos)
+    Ok(outputs
+        .into_iter()
+        .map(|(id, meta)| {
+            let mut info = finish_meta(meta);
+            info.level = task.output_level;
+            info.epoch = epoch;
+            info.id = id;
+            info
+        })
+        .collect())
 }
