@@ -297,16 +297,36 @@ pub fn vnode_of(row: &[Datum], dist_key: &[usize]) -> VirtualNode {
     (hash_datums(dist_key.iter().map(|&i| &row[i])) % VNODE_COUNT as u64) as VirtualNode
 }
 
+thread_local! {
+    /// The encoding buffer of [`hash_datums`], reused: a hash per row must
+    /// not allocate.
+    static HASH_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn hash_datums<'a>(key: impl Iterator<Item = &'a Datum>) -> u64 {
-    let mut buf = Vec::with_capacity(32);
-    for d in key {
-        encode_datum(&mut buf, d);
-    }
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in buf {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    let fnv_of_encoding = |buf: &mut Vec<u8>| {
+        for d in key {
+            encode_datum(buf, d);
+        }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in buf.iter() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    };
+    let mut h = HASH_BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            let h = fnv_of_encoding(&mut buf);
+            if buf.capacity() > 4096 {
+                *buf = Vec::new();
+            }
+            h
+        }
+        // Only if a datum's encoding hashed a key itself: a fresh buffer.
+        Err(_) => fnv_of_encoding(&mut Vec::with_capacity(32)),
+    });
     // final avalanche so that consecutive integers spread over vnodes
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
