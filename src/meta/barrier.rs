@@ -84,6 +84,9 @@ pub struct BarrierSpec {
     /// Told once the barrier is injected into every source (before it is
     /// collected and committed).
     pub injected: Option<oneshot::Sender<()>>,
+    /// Told once the epoch the barrier closes is readable by the actors
+    /// that take over state at it (see `NodeServices::readable`).
+    pub readable: Option<oneshot::Sender<()>>,
 }
 
 impl BarrierSpec {
@@ -94,6 +97,7 @@ impl BarrierSpec {
             && self.add_sources.is_empty()
             && self.remove_actors.is_empty()
             && self.injected.is_none()
+            && self.readable.is_none()
     }
 }
 
@@ -121,6 +125,11 @@ pub struct BarrierManager {
     events: mpsc::UnboundedReceiver<ComputeEvent>,
     commands: mpsc::UnboundedReceiver<BarrierCommand>,
     committed: watch::Sender<u64>,
+    /// With compute nodes that share `store` (the playground): the last
+    /// epoch every actor has collected, so its writes are in the store.
+    /// `None`: each node has its own store, and an epoch is readable by
+    /// other nodes once committed.
+    readable: Option<watch::Sender<u64>>,
     interval: Duration,
     epoch: u64,
     actors: HashSet<ActorId>,
@@ -150,6 +159,7 @@ impl BarrierManager {
         events: mpsc::UnboundedReceiver<ComputeEvent>,
         commands: mpsc::UnboundedReceiver<BarrierCommand>,
         committed: watch::Sender<u64>,
+        readable: Option<watch::Sender<u64>>,
         interval: Duration,
         recovery: mpsc::UnboundedSender<String>,
         dml_gate: Arc<tokio::sync::RwLock<()>>,
@@ -165,6 +175,7 @@ impl BarrierManager {
             events,
             commands,
             committed,
+            readable,
             interval,
             epoch,
             actors: HashSet::new(),
@@ -287,7 +298,9 @@ impl BarrierManager {
             remove_actors,
             meta_snapshot,
             injected,
+            readable,
         } = spec;
+        let mut readable = readable;
         let prev = self.epoch;
         let curr = prev + 1;
         self.epoch = curr;
@@ -358,6 +371,12 @@ impl BarrierManager {
             self.fail(&f);
             return Err(f);
         }
+        if let Some(shared) = &self.readable {
+            shared.send_replace(prev);
+            if let Some(tx) = readable.take() {
+                let _ = tx.send(());
+            }
+        }
         // Every actor has handed its writes of `prev` to the store: make
         // them durable, then commit them. The catalog after this barrier's
         // change is committed with the epoch the barrier closes: recovering
@@ -393,6 +412,9 @@ impl BarrierManager {
                     "barrier committed"
                 );
                 let _ = self.committed.send(prev);
+                if let Some(tx) = readable.take() {
+                    let _ = tx.send(());
+                }
                 crate::metrics::barrier_committed(prev, started.elapsed());
                 Ok(prev)
             }

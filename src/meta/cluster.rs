@@ -219,6 +219,7 @@ mod tests {
             store: Arc::new(MemoryStateStore::new()),
             registry: Arc::new(ExchangeRegistry::default()),
             events,
+            readable: committed.clone(),
             committed,
             fault: Arc::new(std::sync::atomic::AtomicU32::new(0)),
         };

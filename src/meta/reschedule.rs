@@ -542,13 +542,16 @@ impl Meta {
         let built = self.build_actors_on(per_worker).await;
         // 3. one barrier. DML to the tables involved waits until it is
         // injected (new table actors hold what arrives after it until the
-        // previous epoch is committed); the affected actors resume once
-        // the epoch it closes is committed, when this returns.
+        // previous epoch is readable). The affected actors pause from the
+        // barrier until the epoch it closes is readable to them: collected
+        // when the compute nodes share one store, else committed. This
+        // returns once the epoch is committed.
         let pause = Instant::now();
         for t in &tables {
             routes.remove(t);
         }
         let (injected_tx, injected_rx) = oneshot::channel();
+        let (readable_tx, mut readable_rx) = oneshot::channel();
         let barrier = self.barrier_with(BarrierSpec {
             mutation: Some(mutation),
             add_actors,
@@ -556,19 +559,30 @@ impl Meta {
             remove_actors: remove_actors.clone(),
             meta_snapshot: Some(self.state.lock().snapshot()),
             injected: Some(injected_tx),
+            readable: Some(readable_tx),
         });
         tokio::pin!(barrier);
+        let mut resumed = None;
         let result = match built {
-            Ok(()) => tokio::select! {
-                r = &mut barrier => r,
-                _ = injected_rx => {
-                    drop(routes);
-                    barrier.await
+            Ok(()) => {
+                tokio::select! {
+                    r = &mut barrier => r,
+                    _ = injected_rx => {
+                        drop(routes);
+                        tokio::select! {
+                            biased;
+                            Ok(()) = &mut readable_rx => {
+                                resumed = Some(pause.elapsed());
+                                barrier.await
+                            }
+                            r = &mut barrier => r,
+                        }
+                    }
                 }
-            },
+            }
             Err(e) => Err(e),
         };
-        summary.pause_ms = pause.elapsed().as_secs_f64() * 1000.0;
+        summary.pause_ms = resumed.unwrap_or_else(|| pause.elapsed()).as_secs_f64() * 1000.0;
         let ok = result.is_ok();
         if let Err(e) = &result {
             tracing::error!(error = %e, "reschedule failed; restoring the old layout");

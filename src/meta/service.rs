@@ -357,6 +357,7 @@ impl Meta {
         let registry = Arc::new(ExchangeRegistry::default());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (committed_tx, committed_rx) = watch::channel(committer.committed_epoch());
+        let (readable_tx, readable_rx) = watch::channel(committer.committed_epoch());
         let nodes = Arc::new(RwLock::new(HashMap::new()));
         let fault = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let services = NodeServices {
@@ -364,6 +365,7 @@ impl Meta {
             registry: registry.clone(),
             events: events_tx,
             committed: committed_rx.clone(),
+            readable: readable_rx,
             fault: fault.clone(),
         };
         let mut state = MetaState {
@@ -434,6 +436,9 @@ impl Meta {
             events_rx,
             barrier_rx,
             committed_tx,
+            // In-process compute nodes share meta's store: an epoch's
+            // writes are readable once every actor has collected it.
+            (!config.remote_workers).then_some(readable_tx),
             config.barrier_interval,
             recovery_tx,
             dml_gate.clone(),
@@ -494,7 +499,7 @@ impl Meta {
             add_sources,
             remove_actors,
             meta_snapshot,
-            injected: None,
+            ..Default::default()
         })
         .await
     }

@@ -283,6 +283,8 @@ pub async fn start_compute(config: ComputeConfig) -> anyhow::Result<ComputeHandl
         store: store.clone(),
         registry: registry.clone(),
         events: events_tx,
+        // Other processes' writes are readable once committed.
+        readable: committed_rx.clone(),
         committed: committed_rx,
         fault: Arc::new(AtomicU32::new(0)),
     };

@@ -51,6 +51,9 @@ pub struct Actor {
     pub registry: Arc<ExchangeRegistry>,
     pub events: mpsc::UnboundedSender<ComputeEvent>,
     pub committed: watch::Receiver<u64>,
+    /// The last epoch whose writes by every actor this actor can read (see
+    /// `NodeServices::readable`).
+    pub readable: watch::Receiver<u64>,
     /// Fault injection (off when 0): the next chunk an actor of this
     /// fragment processes fails the actor, which makes meta recover.
     pub fault: Arc<std::sync::atomic::AtomicU32>,
@@ -198,7 +201,8 @@ impl Actor {
         }
         // An actor added by a scale barrier takes over state (a source
         // offset, groups, join rows) its previous owner wrote up to this
-        // barrier: it reads nothing until that epoch is committed.
+        // barrier: it reads nothing until that epoch is readable (every
+        // actor has handed it to the shared store, or it is committed).
         let newly_added = matches!(barrier.mutation.as_deref(),
             Some(Mutation::Update(u)) if u.added_actors.contains(&me));
         if newly_added {
@@ -221,7 +225,7 @@ impl Actor {
         // 3. executors flush and commit, in chain order. An actor added by
         // this barrier has processed nothing yet and must not read state
         // (a global aggregate or top-N loads its state at a barrier) before
-        // the previous owner's last epoch is committed: it skips this step.
+        // the previous owner's last epoch is readable: it skips this step.
         for i in 0..self.executors.len() {
             if newly_added {
                 break;
@@ -250,13 +254,13 @@ impl Actor {
             for ex in &mut self.executors {
                 ex.update_vnodes(bitmap);
             }
-            wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+            wait_committed(&mut self.readable, barrier.epoch.prev).await?;
             if let ActorInput::Source { reader, .. } = &mut self.input {
                 reader.update_vnodes(bitmap.clone());
                 reader.load().await?;
             }
         } else if newly_added {
-            wait_committed(&mut self.committed, barrier.epoch.prev).await?;
+            wait_committed(&mut self.readable, barrier.epoch.prev).await?;
             if let ActorInput::Source { reader, .. } = &mut self.input {
                 reader.load().await?;
             }

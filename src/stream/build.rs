@@ -194,6 +194,8 @@ pub struct BuildContext {
     pub registry: Arc<ExchangeRegistry>,
     pub events: mpsc::UnboundedSender<ComputeEvent>,
     pub committed: watch::Receiver<u64>,
+    /// See [`NodeServices::readable`](super::compute_node::NodeServices).
+    pub readable: watch::Receiver<u64>,
     /// See [`Actor::fault`].
     pub fault: Arc<std::sync::atomic::AtomicU32>,
     /// See [`Actor::panic`].
@@ -257,6 +259,7 @@ pub fn build_actor(
         registry: ctx.registry.clone(),
         events: ctx.events.clone(),
         committed: ctx.committed.clone(),
+        readable: ctx.readable.clone(),
         fault: ctx.fault.clone(),
         panic: ctx.panic.clone(),
     }

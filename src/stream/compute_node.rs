@@ -35,6 +35,11 @@ pub struct NodeServices {
     pub registry: Arc<ExchangeRegistry>,
     pub events: mpsc::UnboundedSender<ComputeEvent>,
     pub committed: watch::Receiver<u64>,
+    /// The last epoch whose writes every actor can read from `store`:
+    /// collected, when every compute node shares the store (the
+    /// playground), else committed. An actor that takes over state at a
+    /// scale waits for it.
+    pub readable: watch::Receiver<u64>,
     pub fault: Arc<std::sync::atomic::AtomicU32>,
 }
 
@@ -143,6 +148,7 @@ impl ComputeNode {
                 registry: services.registry.clone(),
                 events: services.events.clone(),
                 committed: services.committed.clone(),
+                readable: services.readable.clone(),
                 fault: services.fault.clone(),
                 panic: panic.clone(),
             },
