@@ -17,6 +17,7 @@
 
 pub mod cache;
 pub mod compactor;
+pub mod epoch;
 pub mod fault;
 pub mod object;
 pub mod read;

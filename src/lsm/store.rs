@@ -20,15 +20,13 @@ use bytes::Bytes;
 use parking_lot::RwLock;
 
 use super::cache::SstStore;
+use super::epoch::{EpochWrites, Run};
 use super::read::{self, MergeScan};
 use super::sst::{SstBuilder, SstMeta, SstOptions};
 use super::version::Version;
 use crate::storage::{
     KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore, StorageError, StorageResult,
 };
-
-/// Latest write of each key of one or more epochs (`None`: delete).
-type EpochWrites = BTreeMap<Bytes, Option<Bytes>>;
 
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
@@ -71,20 +69,12 @@ impl Layers {
     }
 
     fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
-        self.newest_first().find_map(|w| w.get(key).cloned())
+        self.newest_first().find_map(|w| w.get(key))
     }
 
     fn range_layers(&self, range: &KeyRange) -> Vec<Vec<(Bytes, Option<Bytes>)>> {
-        let bounds = (
-            range.0.as_ref().map(|v| v.as_slice()),
-            range.1.as_ref().map(|v| v.as_slice()),
-        );
         self.newest_first()
-            .map(|w| {
-                w.range::<[u8], _>(bounds)
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
+            .flat_map(|w| w.range_layers(range))
             .collect()
     }
 }
@@ -129,15 +119,8 @@ impl LsmStateStore {
         let staged = std::mem::replace(&mut layers.staged, staged);
         layers.version = version;
         drop(layers);
-        // Freeing an epoch's writes takes time in proportion to its keys:
-        // not under the lock, and not on the path of the next barrier.
-        let free = move || drop((synced, staged));
-        if let Err(e) = std::thread::Builder::new()
-            .name("lsm-free".into())
-            .spawn(free)
-        {
-            tracing::debug!(error = %e, "no thread to free committed epochs; freeing inline");
-        }
+        // A few buffers per epoch (see `epoch`): freed outside the lock.
+        drop((synced, staged));
         crate::metrics::store_cache_bytes(self.sst.cached_bytes());
     }
 
@@ -210,7 +193,7 @@ pub async fn upload_new(
 pub fn build_files(writes: &EpochWrites, options: &StoreOptions) -> Vec<(Bytes, SstInfo)> {
     let mut out = Vec::new();
     let mut builder = SstBuilder::new(options.sst.clone());
-    for (k, v) in writes {
+    for (k, v) in writes.merged() {
         // One table per file: a file overlaps only the files of its table.
         if builder
             .last_key()
@@ -219,7 +202,7 @@ pub fn build_files(writes: &EpochWrites, options: &StoreOptions) -> Vec<(Bytes, 
             let full = std::mem::replace(&mut builder, SstBuilder::new(options.sst.clone()));
             out.push(finish(full));
         }
-        builder.add(k, v.as_deref());
+        builder.add(k, v);
         if builder.estimated_size() >= options.max_file_size {
             let full = std::mem::replace(&mut builder, SstBuilder::new(options.sst.clone()));
             out.push(finish(full));
@@ -288,15 +271,14 @@ impl StateStore for LsmStateStore {
         if writes.is_empty() {
             return Ok(());
         }
-        // Writes come sorted (a state table's epoch): building a map from
-        // them and appending it is a merge, not an insert per key.
-        let mut writes: EpochWrites = writes.into_iter().collect();
+        // Copied into a run outside the lock.
+        let runs = Run::build(writes);
         self.layers
             .write()
             .staged
             .entry(epoch)
             .or_default()
-            .append(&mut writes);
+            .push(runs);
         Ok(())
     }
 
