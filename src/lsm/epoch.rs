@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::storage::{KeyRange, KeyedWrite};
+use crate::storage::{last_per_key, KeyRange, KeyedWrite};
 
 /// Offsets of one write in its run's buffer: the key is `key..value`, the
 /// value `value..end`.
@@ -42,16 +42,7 @@ impl Run {
     /// of equal keys the later is kept.
     pub fn build(mut writes: Vec<KeyedWrite>) -> Vec<Run> {
         if !writes.windows(2).all(|w| w[0].0 < w[1].0) {
-            // Stable: of equal keys the later stays later.
-            writes.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut latest: Vec<KeyedWrite> = Vec::with_capacity(writes.len());
-            for w in writes {
-                match latest.last_mut() {
-                    Some(last) if last.0 == w.0 => *last = w,
-                    _ => latest.push(w),
-                }
-            }
-            writes = latest;
+            writes = last_per_key(writes);
         }
         let total: usize = writes
             .iter()

@@ -1,6 +1,7 @@
 //! A compute process's state store on object storage.
 //!
-//! Actors' writes are staged in memory per epoch ([`StateStore::ingest`]).
+//! Actors' writes are staged in memory per epoch ([`StateStore::ingest`]),
+//! as sorted runs ([`super::epoch`]).
 //! `sync(e)` seals every staged epoch `<= e` into one sorted file (cut in
 //! several past [`StoreOptions::max_file_size`]) and uploads it; the data
 //! stays readable from memory until meta installs the version that commits

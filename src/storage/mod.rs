@@ -45,6 +45,20 @@ pub type StorageResult<T> = Result<T, StorageError>;
 /// One write: a key and its new value, or `None` to delete it.
 pub type KeyedWrite = (Bytes, Option<Bytes>);
 
+/// Sort writes by key (stably: later writes stay later) and keep the last
+/// of each key.
+pub fn last_per_key<K: Ord, V>(mut writes: Vec<(K, V)>) -> Vec<(K, V)> {
+    writes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(K, V)> = Vec::with_capacity(writes.len());
+    for w in writes {
+        match out.last_mut() {
+            Some(last) if last.0 == w.0 => *last = w,
+            _ => out.push(w),
+        }
+    }
+    out
+}
+
 pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// One immutable sorted file of the store, as a version lists it. The keys

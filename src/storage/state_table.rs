@@ -99,7 +99,7 @@ impl WriteBuffer {
                     Bound::Unbounded => true,
                 }
         };
-        last_per_key(
+        super::last_per_key(
             self.log
                 .iter()
                 .filter(|(k, _)| inside(k))
@@ -117,22 +117,8 @@ impl WriteBuffer {
         }
         let mut all: Vec<Write> = map.into_iter().collect();
         all.extend(log);
-        last_per_key(all)
+        super::last_per_key(all)
     }
-}
-
-/// Sort writes by key (stably: later writes stay later) and keep the last
-/// of each key.
-fn last_per_key(mut writes: Vec<Write>) -> Vec<Write> {
-    writes.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out: Vec<Write> = Vec::with_capacity(writes.len());
-    for w in writes {
-        match out.last_mut() {
-            Some(last) if last.0 == w.0 => *last = w,
-            _ => out.push(w),
-        }
-    }
-    out
 }
 
 impl StateTable {
