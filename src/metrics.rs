@@ -376,6 +376,8 @@ mod tests {
         chunk_sent(3, 5, Instant::now());
         let g = session_opened();
         drop(g);
+        agg_cache_changed(0, 0);
+        store_cache_bytes(0);
         let r = RECORDED.as_ref().expect("metrics");
         let mut body = Vec::new();
         TextEncoder::new()
@@ -389,6 +391,9 @@ mod tests {
             "ebbflow_barrier_latency_seconds_count",
             "ebbflow_committed_epoch",
             "ebbflow_sessions",
+            "ebbflow_agg_cache_bytes",
+            "ebbflow_agg_cache_groups",
+            "ebbflow_store_cache_bytes",
         ] {
             assert!(text.contains(name), "{name} missing from {text}");
         }

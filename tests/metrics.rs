@@ -219,6 +219,20 @@ fn metrics_under_load_parse_as_prometheus_text() {
         assert_eq!(actors.len(), 2, "one gauge per compute node: {actors:?}");
         assert!(actors.iter().map(|s| s.2).sum::<f64>() > 0.0);
         assert!(value(&samples, "ebbflow_scale_pause_seconds_total").is_some());
+        // The MV's aggregation holds at most its 7 groups (an actor that
+        // gains vnodes at the scale reads their groups on a miss).
+        let groups = value(&samples, "ebbflow_agg_cache_groups").expect("agg groups gauge");
+        assert!((0.0..=7.0).contains(&groups), "{groups} groups held");
+        let bytes = value(&samples, "ebbflow_agg_cache_bytes").expect("agg bytes gauge");
+        assert!(
+            bytes >= 0.0 && (groups == 0.0 || bytes > 0.0),
+            "{bytes} bytes for {groups} groups"
+        );
+        // Committed epochs' files are in the block cache.
+        assert!(
+            value(&samples, "ebbflow_store_cache_bytes").unwrap_or(0.0) > 0.0,
+            "{body}"
+        );
         assert!(
             sum(&samples, "ebbflow_scale_operations_total") >= 1.0,
             "the scale is not counted: {body}"
