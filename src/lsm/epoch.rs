@@ -91,17 +91,24 @@ impl Run {
         (!e.delete).then(|| &self.data[e.value as usize..e.end as usize])
     }
 
+    /// The value of entry `i` (`None`: a delete), sharing the buffer.
+    fn owned_value(&self, i: usize) -> Option<Bytes> {
+        let e = self.entries[i];
+        (!e.delete).then(|| self.data.slice(e.value as usize..e.end as usize))
+    }
+
     fn owned(&self, i: usize) -> (Bytes, Option<Bytes>) {
         let e = self.entries[i];
-        let key = self.data.slice(e.key as usize..e.value as usize);
-        let value = (!e.delete).then(|| self.data.slice(e.value as usize..e.end as usize));
-        (key, value)
+        (
+            self.data.slice(e.key as usize..e.value as usize),
+            self.owned_value(i),
+        )
     }
 
     /// The write of `key`: `Some(None)` is a delete.
     fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
         let i = self.find(key).ok()?;
-        Some(self.owned(i).1)
+        Some(self.owned_value(i))
     }
 
     fn find(&self, key: &[u8]) -> Result<usize, usize> {

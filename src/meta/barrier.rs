@@ -298,9 +298,8 @@ impl BarrierManager {
             remove_actors,
             meta_snapshot,
             injected,
-            readable,
+            mut readable,
         } = spec;
-        let mut readable = readable;
         let prev = self.epoch;
         let curr = prev + 1;
         self.epoch = curr;

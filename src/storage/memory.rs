@@ -161,14 +161,8 @@ impl StateStore for MemoryStateStore {
     ) -> StorageResult<Vec<(Bytes, Bytes)>> {
         let committed = self.committed.read().clone();
         let base = range_of(&committed, &range);
-        if !uncommitted {
-            return Ok(base
-                .take(limit)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect());
-        }
         let staged = self.staged.read();
-        if staged.is_empty() {
+        if !uncommitted || staged.is_empty() {
             return Ok(base
                 .take(limit)
                 .map(|(k, v)| (k.clone(), v.clone()))

@@ -12,6 +12,8 @@ pub struct ProjectExecutor {
     exprs: Vec<Expr>,
     /// The input columns, when every expression is one.
     columns: Option<Vec<usize>>,
+    /// Those columns are in increasing order (a row is projected in place).
+    in_order: bool,
     /// Identifies the job in the log line of a row whose evaluation failed.
     actor_id: u32,
 }
@@ -24,10 +26,14 @@ impl ProjectExecutor {
                 Expr::InputRef { index, .. } => Some(*index),
                 _ => None,
             })
-            .collect();
+            .collect::<Option<Vec<usize>>>();
+        let in_order = columns
+            .as_ref()
+            .is_some_and(|c| c.windows(2).all(|w| w[0] < w[1]));
         ProjectExecutor {
             exprs,
             columns,
+            in_order,
             actor_id,
         }
     }
@@ -35,9 +41,9 @@ impl ProjectExecutor {
 
 /// Turn `row` into its columns `cols` (all within the row), moving the
 /// values, and keeping the row's allocation when the columns are in
-/// increasing order.
-fn select_columns(row: &mut Row, cols: &[usize]) {
-    if cols.windows(2).all(|w| w[0] < w[1]) {
+/// increasing order (`in_order`).
+fn select_columns(row: &mut Row, cols: &[usize], in_order: bool) {
+    if in_order {
         // Column j comes from i >= j, and no later column reads a slot
         // below its own source: filling slot j destroys nothing needed.
         for (j, &i) in cols.iter().enumerate() {
@@ -82,7 +88,7 @@ impl Executor for ProjectExecutor {
             if chunk.rows.iter().all(|r| cols.iter().all(|&i| i < r.len())) {
                 let StreamChunk { ops, mut rows } = chunk;
                 for row in &mut rows {
-                    select_columns(row, cols);
+                    select_columns(row, cols, self.in_order);
                 }
                 out.push(StreamChunk::new(ops, rows));
                 return Ok(());
