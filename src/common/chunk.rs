@@ -1,4 +1,4 @@
-//! Row-oriented change batches.
+//! Change batches, stored by column.
 //!
 //! A [`StreamChunk`] is a batch of rows, each tagged with an [`Op`]. Every
 //! streaming operator consumes and produces chunks and must handle all four
@@ -9,8 +9,12 @@
 
 use std::fmt;
 
+use arrow_array::BooleanArray;
+use arrow_buffer::BooleanBuffer;
+
+use super::column::{datum_ref, Column, ColumnBuilder, DatumRef};
 use super::text::{format_datum, parse_datum};
-use super::types::{DataType, Row};
+use super::types::{DataType, Datum, Row};
 
 /// The change a row in a chunk stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,53 +52,130 @@ impl Op {
 /// The preferred number of rows in a chunk built by an operator.
 pub const CHUNK_SIZE: usize = 1024;
 
-/// A batch of changes.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// A batch of changes: one [`Column`] per output column, an op per row, and
+/// a visibility bitmap (rows whose bit is clear are not there; `None` is all
+/// visible). Columns are shared, not copied, between chunks: a filter only
+/// sets visibility, and a hash exchange sends each output the same columns
+/// with its own visibility.
+#[derive(Clone, Debug, Default)]
 pub struct StreamChunk {
-    pub ops: Vec<Op>,
-    pub rows: Vec<Row>,
+    ops: Vec<Op>,
+    columns: Vec<Column>,
+    visibility: Option<BooleanBuffer>,
 }
 
 impl StreamChunk {
-    pub fn new(ops: Vec<Op>, rows: Vec<Row>) -> Self {
-        debug_assert_eq!(ops.len(), rows.len());
-        StreamChunk { ops, rows }
+    /// A chunk of these columns, each as long as `ops`.
+    pub fn new(ops: Vec<Op>, columns: Vec<Column>, visibility: Option<BooleanBuffer>) -> Self {
+        debug_assert!(columns.iter().all(|c| c.len() == ops.len()));
+        debug_assert!(visibility.as_ref().is_none_or(|v| v.len() == ops.len()));
+        StreamChunk {
+            ops,
+            columns,
+            visibility,
+        }
     }
 
-    pub fn with_capacity(n: usize) -> Self {
-        StreamChunk {
-            ops: Vec::with_capacity(n),
-            rows: Vec::with_capacity(n),
+    /// A chunk of rows, each column typed by its first non-NULL value.
+    pub fn from_rows(ops: Vec<Op>, rows: Vec<Row>) -> Self {
+        let mut b = StreamChunkBuilder::new();
+        for (op, row) in ops.into_iter().zip(rows) {
+            b.push(op, row);
         }
+        b.take()
     }
 
     /// A chunk of inserts.
     pub fn inserts(rows: Vec<Row>) -> Self {
-        StreamChunk {
-            ops: vec![Op::Insert; rows.len()],
-            rows,
+        let ops = vec![Op::Insert; rows.len()];
+        Self::from_rows(ops, rows)
+    }
+
+    /// The op of every row, visible or not.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    pub fn visibility(&self) -> Option<&BooleanBuffer> {
+        self.visibility.as_ref()
+    }
+
+    pub fn into_parts(self) -> (Vec<Op>, Vec<Column>, Option<BooleanBuffer>) {
+        (self.ops, self.columns, self.visibility)
+    }
+
+    /// Rows, visible or not.
+    pub fn capacity(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Visible rows.
+    pub fn len(&self) -> usize {
+        match &self.visibility {
+            None => self.ops.len(),
+            Some(v) => v.count_set_bits(),
         }
     }
 
-    pub fn push(&mut self, op: Op, row: Row) {
-        self.ops.push(op);
-        self.rows.push(row);
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (Op, &Row)> {
-        self.ops.iter().copied().zip(self.rows.iter())
+    pub fn is_visible(&self, i: usize) -> bool {
+        self.visibility.as_ref().is_none_or(|v| v.value(i))
     }
 
-    pub fn into_iter_rows(self) -> impl Iterator<Item = (Op, Row)> {
-        self.ops.into_iter().zip(self.rows)
+    /// The positions of the visible rows.
+    pub fn visible_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = self.ops.len();
+        let (all, set) = match &self.visibility {
+            None => (Some(0..n), None),
+            Some(v) => (None, Some(v.set_indices())),
+        };
+        all.into_iter().flatten().chain(set.into_iter().flatten())
+    }
+
+    /// Row `i`, its values copied out of the columns.
+    pub fn row(&self, i: usize) -> Row {
+        self.columns.iter().map(|c| c.datum(i)).collect()
+    }
+
+    /// The visible rows, each copied out of the columns: the way for an
+    /// operator that works row by row.
+    pub fn rows(&self) -> impl Iterator<Item = (Op, Row)> + '_ {
+        self.visible_indices().map(|i| (self.ops[i], self.row(i)))
+    }
+
+    /// The same chunk with only its visible rows, and no visibility.
+    pub fn compact(self) -> StreamChunk {
+        let Some(vis) = self.visibility else {
+            return self;
+        };
+        if vis.count_set_bits() == self.ops.len() {
+            return StreamChunk::new(self.ops, self.columns, None);
+        }
+        let ops = vis.set_indices().map(|i| self.ops[i]).collect();
+        let mask = BooleanArray::new(vis, None);
+        let columns = self.columns.iter().map(|c| c.filter(&mask)).collect();
+        StreamChunk::new(ops, columns, None)
+    }
+
+    /// The chunk with this visibility (anded with its own) and these ops.
+    pub fn with_visibility(self, ops: Vec<Op>, visibility: BooleanBuffer) -> StreamChunk {
+        let visibility = match self.visibility {
+            Some(v) => &v & &visibility,
+            None => visibility,
+        };
+        StreamChunk::new(ops, self.columns, Some(visibility))
+    }
+
+    /// The chunk with other columns of the same rows.
+    pub fn with_columns(self, columns: Vec<Column>) -> StreamChunk {
+        StreamChunk::new(self.ops, columns, self.visibility)
     }
 
     /// Parse the text fixture format used by unit tests:
@@ -108,7 +189,7 @@ impl StreamChunk {
     ///
     /// Values are separated by whitespace and parsed as the given types.
     pub fn from_pretty(text: &str, types: &[DataType]) -> Self {
-        let mut chunk = StreamChunk::default();
+        let mut chunk = StreamChunkBuilder::with_types(types, 0);
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let mut parts = line.split_whitespace();
             let op = match parts.next() {
@@ -138,15 +219,15 @@ impl StreamChunk {
             );
             chunk.push(op, row);
         }
-        chunk
+        chunk.take()
     }
 
-    /// Ops merged into net changes per row, sorted: the form tests compare.
+    /// The visible rows, one per line, as [`Self::from_pretty`] reads them.
     pub fn to_pretty(&self) -> String {
         let mut out = String::new();
-        for (op, row) in self.iter() {
+        for (op, row) in self.rows() {
             out.push_str(op.symbol());
-            for d in row {
+            for d in &row {
                 out.push(' ');
                 match d {
                     None => out.push('.'),
@@ -156,6 +237,125 @@ impl StreamChunk {
             out.push('\n');
         }
         out
+    }
+}
+
+/// Chunks are equal when their visible rows and ops are.
+impl PartialEq for StreamChunk {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.rows().eq(other.rows())
+    }
+}
+
+/// Builds a chunk row by row.
+pub struct StreamChunkBuilder {
+    ops: Vec<Op>,
+    types: Option<Vec<DataType>>,
+    columns: Vec<ColumnBuilder>,
+    capacity: usize,
+}
+
+impl Default for StreamChunkBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamChunkBuilder {
+    /// A builder whose columns take the type of their first non-NULL value.
+    pub fn new() -> Self {
+        StreamChunkBuilder {
+            ops: Vec::new(),
+            types: None,
+            columns: Vec::new(),
+            capacity: 0,
+        }
+    }
+
+    /// A builder of columns of these types.
+    pub fn with_types(types: &[DataType], capacity: usize) -> Self {
+        StreamChunkBuilder {
+            ops: Vec::with_capacity(capacity),
+            types: Some(types.to_vec()),
+            columns: types
+                .iter()
+                .map(|t| ColumnBuilder::new(Some(*t), capacity))
+                .collect(),
+            capacity,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    fn start_row(&mut self, op: Op, width: usize) {
+        if self.ops.is_empty() && self.types.is_none() && self.columns.len() != width {
+            self.columns = (0..width)
+                .map(|_| ColumnBuilder::new(None, self.capacity))
+                .collect();
+        }
+        self.ops.push(op);
+    }
+
+    /// Append a row. A row of another width than the chunk's (a bug in the
+    /// caller) is cut or padded with NULLs.
+    pub fn push(&mut self, op: Op, row: Row) {
+        self.push_ref(op, &row);
+    }
+
+    pub fn push_ref(&mut self, op: Op, row: &[Datum]) {
+        self.start_row(op, row.len());
+        debug_assert_eq!(row.len(), self.columns.len(), "row of another width");
+        for (i, b) in self.columns.iter_mut().enumerate() {
+            b.push(row.get(i).and_then(datum_ref));
+        }
+    }
+
+    /// Append a row of borrowed values.
+    pub fn push_refs<'a>(&mut self, op: Op, row: impl ExactSizeIterator<Item = DatumRef<'a>>) {
+        self.start_row(op, row.len());
+        let mut row = row;
+        for b in self.columns.iter_mut() {
+            b.push(row.next().flatten());
+        }
+    }
+
+    /// Append a row of owned values (consumed one by one).
+    pub fn push_values(&mut self, op: Op, row: impl ExactSizeIterator<Item = Datum>) {
+        self.start_row(op, row.len());
+        let mut row = row;
+        for b in self.columns.iter_mut() {
+            let d = row.next().flatten();
+            b.push(datum_ref(&d));
+        }
+    }
+
+    /// The op of the last row appended.
+    pub fn last_op(&self) -> Option<Op> {
+        self.ops.last().copied()
+    }
+
+    /// The chunk so far; the builder starts over, with the same types.
+    pub fn take(&mut self) -> StreamChunk {
+        let n = self.ops.len();
+        let ops = std::mem::take(&mut self.ops);
+        let fresh = |ty: Option<DataType>| ColumnBuilder::new(ty, n.max(self.capacity));
+        let columns: Vec<Column> = match &self.types {
+            Some(types) => std::mem::replace(
+                &mut self.columns,
+                types.iter().map(|t| fresh(Some(*t))).collect(),
+            ),
+            None => std::mem::take(&mut self.columns),
+        }
+        .into_iter()
+        .map(ColumnBuilder::finish)
+        .collect();
+        StreamChunk::new(ops, columns, None)
     }
 }
 

@@ -10,6 +10,7 @@
 use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 
+use super::column::{datum_ref, Column, DatumRef, ScalarRef};
 use super::types::{DataType, Datum, Interval, Row, ScalarValue, F64};
 
 /// Number of virtual nodes; see DESIGN §3.
@@ -27,6 +28,11 @@ const VALUE_TAG_ASC: u8 = 0x00;
 
 /// Append the memcomparable encoding of `datum` (ascending, NULLs last).
 pub fn encode_datum(buf: &mut Vec<u8>, datum: &Datum) {
+    encode_datum_ref(buf, datum_ref(datum));
+}
+
+/// [`encode_datum`] of a borrowed value.
+pub fn encode_datum_ref(buf: &mut Vec<u8>, datum: DatumRef<'_>) {
     match datum {
         None => buf.push(NULL_TAG_ASC),
         Some(v) => {
@@ -48,24 +54,24 @@ pub fn encode_datum_ordered(buf: &mut Vec<u8>, datum: &Datum, desc: bool) {
     }
 }
 
-fn encode_value(buf: &mut Vec<u8>, v: &ScalarValue) {
+fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>) {
     match v {
-        ScalarValue::Int16(x) => buf.extend_from_slice(&((*x as u16) ^ 0x8000).to_be_bytes()),
-        ScalarValue::Int32(x) => buf.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
-        ScalarValue::Int64(x) => buf.extend_from_slice(&(*x as u64 ^ (1 << 63)).to_be_bytes()),
-        ScalarValue::Float32(x) | ScalarValue::Float64(x) => encode_f64(buf, *x),
-        ScalarValue::Decimal(d) => encode_decimal(buf, d),
-        ScalarValue::Varchar(s) => encode_bytes(buf, s.as_bytes()),
-        ScalarValue::Boolean(b) => buf.push(*b as u8),
-        ScalarValue::Date(d) => {
-            let days = (*d - NaiveDate::default()).num_days();
+        ScalarRef::Int16(x) => buf.extend_from_slice(&((x as u16) ^ 0x8000).to_be_bytes()),
+        ScalarRef::Int32(x) => buf.extend_from_slice(&((x as u32) ^ 0x8000_0000).to_be_bytes()),
+        ScalarRef::Int64(x) => buf.extend_from_slice(&(x as u64 ^ (1 << 63)).to_be_bytes()),
+        ScalarRef::Float32(x) | ScalarRef::Float64(x) => encode_f64(buf, x),
+        ScalarRef::Decimal(d) => encode_decimal(buf, &d),
+        ScalarRef::Varchar(s) => encode_bytes(buf, s.as_bytes()),
+        ScalarRef::Boolean(b) => buf.push(b as u8),
+        ScalarRef::Date(d) => {
+            let days = (d - NaiveDate::default()).num_days();
             buf.extend_from_slice(&(days as u64 ^ (1 << 63)).to_be_bytes())
         }
-        ScalarValue::Timestamp(t) => {
+        ScalarRef::Timestamp(t) => {
             let micros = t.and_utc().timestamp_micros();
             buf.extend_from_slice(&(micros as u64 ^ (1 << 63)).to_be_bytes())
         }
-        ScalarValue::Interval(i) => {
+        ScalarRef::Interval(i) => {
             // Order by total, then keep the parts so the value round-trips.
             let total = i.total_micros();
             buf.extend_from_slice(&((total as u128) ^ (1 << 127)).to_be_bytes());
@@ -286,7 +292,7 @@ fn decode_f64(r: &mut Reader) -> Result<F64, DecodeError> {
 /// The one stable hash of a distribution key, shared by dispatchers, state
 /// tables and batch scans (FNV-1a over the memcomparable encoding).
 pub fn hash_key(key: &[Datum]) -> u64 {
-    hash_datums(key.iter())
+    hash_datums(key.iter().map(datum_ref))
 }
 
 /// The vnode of a row, given the indices of its distribution key.
@@ -294,7 +300,15 @@ pub fn vnode_of(row: &[Datum], dist_key: &[usize]) -> VirtualNode {
     if dist_key.is_empty() {
         return 0;
     }
-    (hash_datums(dist_key.iter().map(|&i| &row[i])) % VNODE_COUNT as u64) as VirtualNode
+    (hash_datums(dist_key.iter().map(|&i| datum_ref(&row[i]))) % VNODE_COUNT as u64) as VirtualNode
+}
+
+/// [`vnode_of`] row `i` of these columns.
+pub fn vnode_of_column_row(columns: &[Column], dist_key: &[usize], i: usize) -> VirtualNode {
+    if dist_key.is_empty() {
+        return 0;
+    }
+    (hash_datums(dist_key.iter().map(|&c| columns[c].get(i))) % VNODE_COUNT as u64) as VirtualNode
 }
 
 thread_local! {
@@ -303,10 +317,10 @@ thread_local! {
     static HASH_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn hash_datums<'a>(key: impl Iterator<Item = &'a Datum>) -> u64 {
+fn hash_datums<'a>(key: impl Iterator<Item = DatumRef<'a>>) -> u64 {
     let fnv_of_encoding = |buf: &mut Vec<u8>| {
         for d in key {
-            encode_datum(buf, d);
+            encode_datum_ref(buf, d);
         }
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for &b in buf.iter() {
@@ -449,7 +463,7 @@ pub fn encode_datum_tagged(buf: &mut Vec<u8>, datum: &Datum) {
         None => buf.push(0xff),
         Some(v) => {
             buf.push(type_tag(v.data_type()));
-            encode_value(buf, v);
+            encode_value(buf, v.as_scalar_ref());
         }
     }
 }

@@ -2,12 +2,14 @@
 
 pub mod bitmap;
 pub mod chunk;
+pub mod column;
 pub mod encoding;
 pub mod order;
 pub mod text;
 pub mod types;
 
 pub use bitmap::Bitmap;
-pub use chunk::{Op, StreamChunk, CHUNK_SIZE};
-pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
+pub use chunk::{Op, StreamChunk, StreamChunkBuilder, CHUNK_SIZE};
+pub use column::{datum_ref, Column, ColumnBuilder, DatumRef, ScalarRef};
+pub use encoding::{vnode_of, vnode_of_column_row, VirtualNode, VNODE_COUNT};
 pub use types::{DataType, Datum, Field, Interval, Row, ScalarValue, F64};

@@ -215,7 +215,35 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
     if vals.iter().any(Option::is_none) {
         return Ok(None);
     }
-    let vals: Vec<ScalarValue> = vals.into_iter().flatten().collect();
+    apply_strict(func, ty, vals.into_iter().flatten().collect())
+}
+
+/// Whether `func` is strict (NULL in, NULL out; all arguments evaluated)
+/// and so computed by [`apply_strict`].
+pub(super) fn is_strict(func: Func) -> bool {
+    !matches!(
+        func,
+        Func::And
+            | Func::Or
+            | Func::Not
+            | Func::IsNull
+            | Func::IsNotNull
+            | Func::IsTrue
+            | Func::IsNotTrue
+            | Func::IsFalse
+            | Func::IsNotFalse
+            | Func::Coalesce
+            | Func::IsDistinctFrom
+            | Func::IsNotDistinctFrom
+            | Func::Greatest
+            | Func::Least
+            | Func::ScalarSubquery
+            | Func::NullIf
+    )
+}
+
+/// A strict function of non-NULL arguments.
+pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> ExprResult<Datum> {
     let v = |i: usize| {
         vals.get(i)
             .ok_or_else(|| internal(format!("{}: missing argument {}", func.name(), i + 1)))

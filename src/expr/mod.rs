@@ -16,6 +16,7 @@ pub mod build;
 pub mod cast;
 pub mod eval;
 mod string;
+pub mod vector;
 
 use crate::common::{DataType, Datum};
 

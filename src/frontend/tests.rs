@@ -107,7 +107,7 @@ async fn table_and_mv_on_it_with_backfill() {
     // overwrite on pk, delete, insert
     meta.write_dml(
         t.id,
-        StreamChunk::new(
+        StreamChunk::from_rows(
             vec![Op::Insert, Op::Delete, Op::Insert],
             vec![vec![i(1), i(11)], vec![i(2), None], vec![i(3), i(30)]],
         ),
@@ -171,13 +171,13 @@ async fn joins_of_every_kind() {
     // then retract a's key 1 row and b's key 5 row
     meta.write_dml(
         a.id,
-        StreamChunk::new(vec![Op::Delete], vec![vec![i(1), i(1)]]),
+        StreamChunk::from_rows(vec![Op::Delete], vec![vec![i(1), i(1)]]),
     )
     .await
     .unwrap();
     meta.write_dml(
         b.id,
-        StreamChunk::new(vec![Op::Delete], vec![vec![i(12), i(5)]]),
+        StreamChunk::from_rows(vec![Op::Delete], vec![vec![i(12), i(5)]]),
     )
     .await
     .unwrap();
@@ -256,7 +256,7 @@ async fn top_n_union_and_mv_on_mv() {
     // delete the top row: 3 moves in
     let all = meta.scan(&t).await.unwrap();
     let five: Vec<Row> = all.into_iter().filter(|r| r[0] == i(5)).collect();
-    meta.write_dml(t.id, StreamChunk::new(vec![Op::Delete], five))
+    meta.write_dml(t.id, StreamChunk::from_rows(vec![Op::Delete], five))
         .await
         .unwrap();
     meta.flush().await.unwrap();

@@ -11,7 +11,7 @@ use super::catalog::TableId;
 use super::service::Meta;
 use super::{MetaError, MetaResult};
 use crate::common::encoding::vnode_of;
-use crate::common::{Op, ScalarValue, StreamChunk};
+use crate::common::{Op, ScalarValue, StreamChunk, StreamChunkBuilder};
 use crate::stream::message::{ActorId, Message};
 
 /// How long DML waits for a recovery before giving up.
@@ -133,8 +133,8 @@ impl Meta {
     }
 
     async fn send_dml(&self, route: &TableRoute, chunk: StreamChunk) -> MetaResult<()> {
-        let mut per_actor: HashMap<ActorId, StreamChunk> = HashMap::new();
-        let mut rows = chunk.into_iter_rows().peekable();
+        let mut per_actor: HashMap<ActorId, StreamChunkBuilder> = HashMap::new();
+        let mut rows = chunk.rows().peekable();
         while let Some((op, mut row)) = rows.next() {
             if let (Some(c), Op::Insert) = (route.row_id_col, op) {
                 if row[c].is_none() {
@@ -156,12 +156,12 @@ impl Meta {
             }
             per_actor.entry(target).or_default().push(op, row);
         }
-        for (actor, c) in per_actor {
+        for (actor, mut c) in per_actor {
             let tx = route
                 .senders
                 .get(&actor)
                 .ok_or_else(|| MetaError::internal("no route to table actor"))?;
-            tx.send(Message::Chunk(c))
+            tx.send(Message::Chunk(c.take()))
                 .await
                 .map_err(|_| MetaError::internal("table actor is gone"))?;
         }

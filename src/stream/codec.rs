@@ -3,14 +3,20 @@
 //! [`encode_message`] and [`decode_message`], so a new chunk format (the
 //! columnar one) changes this module alone.
 //!
-//! # Format, version 1
+//! # Format, version 2
 //!
 //! ```text
-//! message = version: u8 (1) | kind: u8 | body
+//! message = version: u8 (2) | kind: u8 | body
 //! kind 1, chunk:   rows: u32 LE | ops: rows × u8 (0 +, 1 -, 2 U-, 3 U+) |
-//!                  row*: columns: u32 LE | datum*
-//!                  datum = 0xff (NULL) | type tag: u8 | value body
-//!                  (the self-describing encoding of `common::encoding`)
+//!                  columns: u32 LE | column*   (the visible rows only)
+//!   column = type: u8 (0 only NULLs, else 1 + the index in `TYPES`) |
+//!            nulls: u8 (0 none, 1 a validity bitmap follows) | bitmap |
+//!            values
+//!   bitmap = ceil(rows / 8) bytes, bit i (LSB first) set if row i is valid
+//!   values = fixed width, little-endian: i16, i32, i64, f32, f64, date
+//!            (i32 days), timestamp (i64 µs), numeric and interval (16 bytes,
+//!            as `common::column` keeps them) | boolean: a bitmap |
+//!            varchar: offsets: (rows + 1) × u32 LE from 0 | UTF-8 bytes
 //! kind 2, barrier: the barrier as JSON (serde): few per second per node
 //!                  pair, so its size does not matter and its fields can
 //!                  grow without a format change
@@ -22,11 +28,13 @@
 
 use bytes::Bytes;
 
-use super::message::{Barrier, Message};
-use crate::common::encoding::{decode_datum_tagged, encode_datum_tagged};
-use crate::common::{Op, StreamChunk};
+use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, StringArray};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 
-const VERSION: u8 = 1;
+use super::message::{Barrier, Message};
+use crate::common::{Column, DataType, Op, StreamChunk};
+
+const VERSION: u8 = 2;
 const KIND_CHUNK: u8 = 1;
 const KIND_BARRIER: u8 = 2;
 
@@ -81,12 +89,93 @@ fn op_code(op: Op) -> u8 {
 }
 
 fn encode_chunk(buf: &mut Vec<u8>, chunk: &StreamChunk) {
-    buf.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-    buf.extend(chunk.ops.iter().map(|op| op_code(*op)));
-    for row in &chunk.rows {
-        buf.extend_from_slice(&(row.len() as u32).to_le_bytes());
-        for datum in row {
-            encode_datum_tagged(buf, datum);
+    // Only the visible rows travel.
+    let chunk = chunk.clone().compact();
+    let rows = chunk.capacity();
+    buf.extend_from_slice(&(rows as u32).to_le_bytes());
+    buf.extend(chunk.ops().iter().map(|op| op_code(*op)));
+    buf.extend_from_slice(&(chunk.columns().len() as u32).to_le_bytes());
+    for column in chunk.columns() {
+        encode_column(buf, column);
+    }
+}
+
+fn type_code(ty: Option<DataType>) -> u8 {
+    match ty {
+        None => 0,
+        Some(t) => 1 + TYPES.iter().position(|x| *x == t).unwrap_or(0) as u8,
+    }
+}
+
+const TYPES: [DataType; 11] = [
+    DataType::Int16,
+    DataType::Int32,
+    DataType::Int64,
+    DataType::Float32,
+    DataType::Float64,
+    DataType::Decimal,
+    DataType::Varchar,
+    DataType::Boolean,
+    DataType::Date,
+    DataType::Timestamp,
+    DataType::Interval,
+];
+
+fn encode_bits(buf: &mut Vec<u8>, bits: &BooleanBuffer) {
+    buf.extend_from_slice(bits.sliced().as_slice());
+}
+
+fn encode_column(buf: &mut Vec<u8>, column: &Column) {
+    buf.push(type_code(column.data_type()));
+    let array: &dyn Array = match column {
+        Column::Null(_) => return,
+        Column::Int16(a) => a,
+        Column::Int32(a) => a,
+        Column::Int64(a) => a,
+        Column::Float32(a) => a,
+        Column::Float64(a) => a,
+        Column::Decimal(a) | Column::Interval(a) => a,
+        Column::Varchar(a) => a,
+        Column::Boolean(a) => a,
+        Column::Date(a) => a,
+        Column::Timestamp(a) => a,
+    };
+    match array.logical_nulls() {
+        Some(nulls) if nulls.null_count() > 0 => {
+            buf.push(1);
+            encode_bits(buf, nulls.inner());
+        }
+        _ => buf.push(0),
+    }
+    fn le<T: Copy, const N: usize>(buf: &mut Vec<u8>, values: &[T], f: fn(T) -> [u8; N]) {
+        buf.reserve(values.len() * N);
+        for v in values {
+            buf.extend_from_slice(&f(*v));
+        }
+    }
+    match column {
+        Column::Null(_) => {}
+        Column::Int16(a) => le(buf, a.values(), i16::to_le_bytes),
+        Column::Int32(a) => le(buf, a.values(), i32::to_le_bytes),
+        Column::Int64(a) => le(buf, a.values(), i64::to_le_bytes),
+        Column::Float32(a) => le(buf, a.values(), f32::to_le_bytes),
+        Column::Float64(a) => le(buf, a.values(), f64::to_le_bytes),
+        Column::Date(a) => le(buf, a.values(), i32::to_le_bytes),
+        Column::Timestamp(a) => le(buf, a.values(), i64::to_le_bytes),
+        Column::Decimal(a) | Column::Interval(a) => {
+            for i in 0..a.len() {
+                buf.extend_from_slice(a.value(i));
+            }
+        }
+        Column::Boolean(a) => encode_bits(buf, a.values()),
+        Column::Varchar(a) => {
+            let offsets = a.value_offsets();
+            let first = offsets.first().copied().unwrap_or(0);
+            let last = offsets.last().copied().unwrap_or(0);
+            for o in offsets {
+                buf.extend_from_slice(&((o - first) as u32).to_le_bytes());
+            }
+            buf.extend_from_slice(&a.values()[first as usize..last as usize]);
         }
     }
 }
@@ -99,13 +188,18 @@ fn read_u32(data: &mut &[u8]) -> Result<usize, CodecError> {
     Ok(u32::from_le_bytes(*head) as usize)
 }
 
+fn take<'a>(data: &mut &'a [u8], n: usize) -> Result<&'a [u8], CodecError> {
+    if n > data.len() {
+        return Err(err(format!("{n} bytes wanted, {} left", data.len())));
+    }
+    let (head, rest) = data.split_at(n);
+    *data = rest;
+    Ok(head)
+}
+
 fn decode_chunk(mut data: &[u8]) -> Result<StreamChunk, CodecError> {
     let rows = read_u32(&mut data)?;
-    if rows > data.len() {
-        return Err(err(format!("{rows} rows in {} bytes", data.len())));
-    }
-    let (ops, mut data) = data.split_at(rows);
-    let ops = ops
+    let ops = take(&mut data, rows)?
         .iter()
         .map(|code| match code {
             0 => Ok(Op::Insert),
@@ -115,26 +209,122 @@ fn decode_chunk(mut data: &[u8]) -> Result<StreamChunk, CodecError> {
             _ => Err(err(format!("unknown op {code}"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut out = Vec::with_capacity(rows);
-    for i in 0..rows {
-        let columns = read_u32(&mut data)?;
-        // Every datum takes at least one byte.
-        if columns > data.len() {
-            return Err(err(format!(
-                "row {i}: {columns} columns in {} bytes",
-                data.len()
-            )));
-        }
-        let mut row = Vec::with_capacity(columns);
-        for _ in 0..columns {
-            row.push(decode_datum_tagged(&mut data).map_err(|e| err(format!("row {i}: {e}")))?);
-        }
-        out.push(row);
+    let width = read_u32(&mut data)?;
+    // Every column takes at least one byte.
+    if width > data.len() {
+        return Err(err(format!("{width} columns in {} bytes", data.len())));
+    }
+    let mut columns = Vec::with_capacity(width);
+    for c in 0..width {
+        columns.push(decode_column(&mut data, rows).map_err(|e| err(format!("column {c}: {e}")))?);
     }
     if !data.is_empty() {
-        return Err(err(format!("{} bytes after the last row", data.len())));
+        return Err(err(format!("{} bytes after the last column", data.len())));
     }
-    Ok(StreamChunk::new(ops, out))
+    Ok(StreamChunk::new(ops, columns, None))
+}
+
+fn decode_bits(data: &mut &[u8], rows: usize) -> Result<BooleanBuffer, CodecError> {
+    let bytes = take(data, rows.div_ceil(8))?;
+    Ok(BooleanBuffer::new(Buffer::from(bytes.to_vec()), 0, rows))
+}
+
+fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
+    let [code] = take(data, 1)? else {
+        return Err(err("truncated"));
+    };
+    if *code == 0 {
+        return Ok(Column::Null(rows));
+    }
+    let ty = *TYPES
+        .get(*code as usize - 1)
+        .ok_or_else(|| err(format!("unknown type {code}")))?;
+    let nulls = match take(data, 1)? {
+        [0] => None,
+        [1] => Some(NullBuffer::new(decode_bits(data, rows)?)),
+        other => return Err(err(format!("bad null marker {other:?}"))),
+    };
+    fn fixed<T, const N: usize>(
+        data: &mut &[u8],
+        rows: usize,
+        f: fn([u8; N]) -> T,
+    ) -> Result<Vec<T>, CodecError> {
+        let bytes = take(data, rows * N)?;
+        Ok(bytes
+            .chunks_exact(N)
+            .map(|c| {
+                let mut a = [0u8; N];
+                a.copy_from_slice(c);
+                f(a)
+            })
+            .collect())
+    }
+    let bad = |e: arrow_schema::ArrowError| err(e.to_string());
+    Ok(match ty {
+        DataType::Int16 => Column::Int16(
+            PrimitiveArray::try_new(fixed(data, rows, i16::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Int32 => Column::Int32(
+            PrimitiveArray::try_new(fixed(data, rows, i32::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Int64 => Column::Int64(
+            PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Float32 => Column::Float32(
+            PrimitiveArray::try_new(fixed(data, rows, f32::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Float64 => Column::Float64(
+            PrimitiveArray::try_new(fixed(data, rows, f64::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Date => Column::Date(
+            PrimitiveArray::try_new(fixed(data, rows, i32::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Timestamp => Column::Timestamp(
+            PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
+        DataType::Decimal | DataType::Interval => {
+            let bytes = take(data, rows * 16)?;
+            let array = FixedSizeBinaryArray::try_new(16, Buffer::from(bytes.to_vec()), nulls)
+                .map_err(bad)?;
+            if ty == DataType::Decimal {
+                // rust_decimal keeps its scale in byte 2 (at most 28).
+                if (0..rows).any(|i| array.value(i)[2] > 28) {
+                    return Err(err("numeric scale out of range"));
+                }
+                Column::Decimal(array)
+            } else {
+                Column::Interval(array)
+            }
+        }
+        DataType::Boolean => Column::Boolean(BooleanArray::new(decode_bits(data, rows)?, nulls)),
+        DataType::Varchar => {
+            let offsets = fixed(data, rows + 1, u32::from_le_bytes)?;
+            let len = offsets.last().copied().unwrap_or(0) as usize;
+            if offsets.first() != Some(&0)
+                || offsets.windows(2).any(|w| w[0] > w[1])
+                || len > i32::MAX as usize
+            {
+                return Err(err("bad string offsets"));
+            }
+            let bytes = take(data, len)?;
+            let offsets: Vec<i32> = offsets.into_iter().map(|o| o as i32).collect();
+            Column::Varchar(
+                StringArray::try_new(
+                    OffsetBuffer::new(offsets.into()),
+                    Buffer::from(bytes.to_vec()),
+                    nulls,
+                )
+                .map_err(bad)?,
+            )
+        }
+    })
 }
 
 #[cfg(test)]
@@ -171,7 +361,7 @@ mod tests {
                 Some(ScalarValue::Interval(Interval::new(i as i32 % 13, -3, i))),
             ]
         };
-        StreamChunk::new(
+        StreamChunk::from_rows(
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
@@ -189,7 +379,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.rows[0].len(), 11);
+        assert_eq!(chunk.columns().len(), 11);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),
@@ -199,10 +389,15 @@ mod tests {
             Message::Chunk(back) => assert_eq!(back, empty),
             other => panic!("{other:?}"),
         }
-        // Rows of different widths (a chunk does not carry a schema).
-        let ragged = StreamChunk::inserts(vec![vec![], vec![Some(ScalarValue::Int32(1)), None]]);
-        match round_trip(&Message::Chunk(ragged.clone())) {
-            Message::Chunk(back) => assert_eq!(back, ragged),
+        // Columns of only NULLs (no type), and rows that are not visible.
+        let nulls = StreamChunk::inserts(vec![vec![None, Some(ScalarValue::Int32(1))]; 3]);
+        let ops = nulls.ops().to_vec();
+        let hidden = nulls.with_visibility(ops, BooleanBuffer::from(vec![true, false, true]));
+        match round_trip(&Message::Chunk(hidden.clone())) {
+            Message::Chunk(back) => {
+                assert_eq!(back.capacity(), 2);
+                assert_eq!(back, hidden);
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::task::Poll;
 
+use arrow_buffer::BooleanBufferBuilder;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
@@ -12,8 +13,8 @@ use super::message::{
     ActorId, Barrier, DispatcherDesc, DispatcherKind, FragmentId, Message, Mutation,
 };
 use super::{StreamError, StreamResult};
-use crate::common::encoding::vnode_of;
-use crate::common::{Op, Row, StreamChunk};
+use crate::common::encoding::vnode_of_column_row;
+use crate::common::{Op, StreamChunk};
 
 /// Capacity of an actor-to-actor channel, in messages.
 pub const CHANNEL_CAPACITY: usize = 4;
@@ -406,37 +407,56 @@ impl Dispatcher {
                 Ok(())
             }
             DispatcherKind::Hash { dist_key, mapping } => {
-                let mut per_output: Vec<StreamChunk> =
-                    vec![StreamChunk::default(); self.outputs.len()];
+                // Every output gets the chunk's columns (shared) and its
+                // own rows' visibility. A row belongs to one output, so one
+                // ops vector serves them all, even where an update pair is
+                // split into a delete and an insert.
+                let n = chunk.capacity();
+                let mut ops = chunk.ops().to_vec();
+                let mut keep: Vec<BooleanBufferBuilder> = (0..self.outputs.len())
+                    .map(|_| {
+                        let mut b = BooleanBufferBuilder::new(n);
+                        b.append_n(n, false);
+                        b
+                    })
+                    .collect();
                 let index_of = |actor: ActorId| self.outputs.iter().position(|o| o.actor == actor);
-                let mut rows = chunk.into_iter_rows().peekable();
-                while let Some((op, row)) = rows.next() {
-                    let output_of = |row: &Row| {
-                        let target = mapping[vnode_of(row, dist_key) as usize];
-                        index_of(target).ok_or_else(|| {
-                            StreamError::Internal(format!(
-                                "vnode mapped to actor {target} which is not an output"
-                            ))
-                        })
-                    };
-                    let t = output_of(&row)?;
-                    if op == Op::UpdateDelete {
-                        if let Some((Op::UpdateInsert, next)) = rows.peek() {
-                            let t2 = output_of(next)?;
+                let output_of = |i: usize| {
+                    let vnode = vnode_of_column_row(chunk.columns(), dist_key, i);
+                    let target = mapping[vnode as usize];
+                    index_of(target).ok_or_else(|| {
+                        StreamError::Internal(format!(
+                            "vnode mapped to actor {target} which is not an output"
+                        ))
+                    })
+                };
+                let rows: Vec<usize> = chunk.visible_indices().collect();
+                let mut k = 0;
+                while k < rows.len() {
+                    let i = rows[k];
+                    k += 1;
+                    let t = output_of(i)?;
+                    if ops[i] == Op::UpdateDelete {
+                        if let Some(&j) = rows.get(k).filter(|&&j| ops[j] == Op::UpdateInsert) {
+                            let t2 = output_of(j)?;
                             if t2 != t {
                                 // The pair is split over actors: plain delete + insert.
-                                per_output[t].push(Op::Delete, row);
-                                if let Some((_, next)) = rows.next() {
-                                    per_output[t2].push(Op::Insert, next);
-                                }
+                                k += 1;
+                                ops[i] = Op::Delete;
+                                ops[j] = Op::Insert;
+                                keep[t].set_bit(i, true);
+                                keep[t2].set_bit(j, true);
                                 continue;
                             }
                         }
                     }
-                    per_output[t].push(op, row);
+                    keep[t].set_bit(i, true);
                 }
-                for (o, c) in self.outputs.iter().zip(per_output) {
-                    if !c.is_empty() {
+                let (_, columns, _) = chunk.into_parts();
+                for (o, mut keep) in self.outputs.iter().zip(keep) {
+                    let keep = keep.finish();
+                    if keep.count_set_bits() > 0 {
+                        let c = StreamChunk::new(ops.clone(), columns.clone(), Some(keep));
                         Self::send(&o.tx, o.actor, Message::Chunk(c)).await?;
                     }
                 }

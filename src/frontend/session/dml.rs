@@ -3,7 +3,7 @@
 
 use super::{command, FResult, LocalSession, MetaScan};
 use crate::batch;
-use crate::common::{Op, Row, StreamChunk};
+use crate::common::{Op, Row, StreamChunk, StreamChunkBuilder};
 use crate::expr::Expr;
 use crate::frontend::{FrontendError, StatementResult};
 use crate::meta::catalog::{RelationDesc, RelationKind};
@@ -29,7 +29,7 @@ impl LocalSession {
         filter: Option<&Expr>,
         assignments: &[(usize, Expr)],
     ) -> FResult<StatementResult> {
-        let mut chunk = StreamChunk::default();
+        let mut chunk = StreamChunkBuilder::new();
         let mut n = 0;
         for row in self.committed_rows(table).await? {
             if !passes(filter, &row)? {
@@ -49,7 +49,7 @@ impl LocalSession {
                 chunk.push(Op::Insert, new);
             }
         }
-        self.write(table, chunk).await?;
+        self.write(table, chunk.take()).await?;
         Ok(command(format!("UPDATE {n}")))
     }
 
@@ -58,7 +58,7 @@ impl LocalSession {
         table: &RelationDesc,
         filter: Option<&Expr>,
     ) -> FResult<StatementResult> {
-        let mut chunk = StreamChunk::default();
+        let mut chunk = StreamChunkBuilder::new();
         for row in self.committed_rows(table).await? {
             if !passes(filter, &row)? {
                 continue;
@@ -66,7 +66,7 @@ impl LocalSession {
             chunk.push(Op::Delete, row);
         }
         let n = chunk.len();
-        self.write(table, chunk).await?;
+        self.write(table, chunk.take()).await?;
         Ok(command(format!("DELETE {n}")))
     }
 
@@ -132,16 +132,16 @@ fn chunk_parts(chunk: StreamChunk) -> Vec<StreamChunk> {
         return vec![chunk];
     }
     let mut parts = Vec::new();
-    let mut cur = StreamChunk::with_capacity(MAX);
-    for (op, row) in chunk.into_iter_rows() {
+    let mut cur = StreamChunkBuilder::new();
+    for (op, row) in chunk.rows() {
         let split_ok = op != Op::UpdateInsert;
         if cur.len() >= MAX && split_ok {
-            parts.push(std::mem::take(&mut cur));
+            parts.push(cur.take());
         }
         cur.push(op, row);
     }
     if !cur.is_empty() {
-        parts.push(cur);
+        parts.push(cur.take());
     }
     parts
 }

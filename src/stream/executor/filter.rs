@@ -2,8 +2,11 @@
 
 use async_trait::async_trait;
 
+use arrow_buffer::BooleanBufferBuilder;
+
+use super::project::log_errors;
 use super::Executor;
-use crate::common::{Op, StreamChunk};
+use crate::common::{Op, ScalarRef, StreamChunk};
 use crate::expr::Expr;
 use crate::stream::StreamResult;
 
@@ -17,16 +20,6 @@ impl FilterExecutor {
         FilterExecutor {
             predicate,
             actor_id,
-        }
-    }
-
-    fn pass(&self, row: &crate::common::Row) -> bool {
-        match self.predicate.eval_predicate(row) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "filter failed in a streaming job; dropping the row");
-                false
-            }
         }
     }
 }
@@ -43,30 +36,48 @@ impl Executor for FilterExecutor {
         chunk: StreamChunk,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        let mut result = StreamChunk::with_capacity(chunk.len());
-        let mut rows = chunk.into_iter_rows().peekable();
-        while let Some((op, row)) = rows.next() {
-            if op == Op::UpdateDelete {
-                // An update whose halves pass differently becomes a plain
-                // insert or delete.
-                if let Some((Op::UpdateInsert, _)) = rows.peek() {
-                    let Some((_, new)) = rows.next() else { break };
-                    match (self.pass(&row), self.pass(&new)) {
+        let (verdict, errors) = self.predicate.eval_chunk(&chunk);
+        // A row whose predicate fails is dropped (its verdict is NULL).
+        log_errors(self.actor_id, &chunk, &errors);
+        let pass = |i: usize| matches!(verdict.get(i), Some(ScalarRef::Boolean(true)));
+        let n = chunk.capacity();
+        let mut ops = chunk.ops().to_vec();
+        let mut keep = BooleanBufferBuilder::new(n);
+        keep.append_n(n, false);
+        let rows: Vec<usize> = chunk.visible_indices().collect();
+        let mut k = 0;
+        while k < rows.len() {
+            let i = rows[k];
+            k += 1;
+            if ops[i] == Op::UpdateDelete {
+                if let Some(&j) = rows.get(k).filter(|&&j| ops[j] == Op::UpdateInsert) {
+                    k += 1;
+                    // An update whose halves pass differently becomes a
+                    // plain insert or delete.
+                    match (pass(i), pass(j)) {
                         (true, true) => {
-                            result.push(Op::UpdateDelete, row);
-                            result.push(Op::UpdateInsert, new);
+                            keep.set_bit(i, true);
+                            keep.set_bit(j, true);
                         }
-                        (true, false) => result.push(Op::Delete, row),
-                        (false, true) => result.push(Op::Insert, new),
+                        (true, false) => {
+                            ops[i] = Op::Delete;
+                            keep.set_bit(i, true);
+                        }
+                        (false, true) => {
+                            ops[j] = Op::Insert;
+                            keep.set_bit(j, true);
+                        }
                         (false, false) => {}
                     }
                     continue;
                 }
             }
-            if self.pass(&row) {
-                result.push(op.normalize_unpaired(), row);
+            if pass(i) {
+                ops[i] = ops[i].normalize_unpaired();
+                keep.set_bit(i, true);
             }
         }
+        let result = chunk.with_visibility(ops, keep.finish());
         if !result.is_empty() {
             out.push(result);
         }

@@ -168,9 +168,11 @@ impl Executor for HashAggExecutor {
                 Bitmap::empty()
             });
         }
-        for (op, row) in chunk.iter() {
-            let hash = self.groups.hash_row(row, &self.group_by);
-            let g = match self.groups.find(hash, row, &self.group_by) {
+        let columns = chunk.columns();
+        for i in chunk.visible_indices() {
+            let op = chunk.ops()[i];
+            let hash = self.groups.hash_at(columns, &self.group_by, i);
+            let g = match self.groups.find_at(hash, columns, &self.group_by, i) {
                 Some(g) => {
                     if self.groups.flags[g] & DIRTY == 0 {
                         self.mark_dirty(g)?;
@@ -178,7 +180,7 @@ impl Executor for HashAggExecutor {
                     g
                 }
                 None => {
-                    let key: Row = self.group_by.iter().map(|&i| row[i].clone()).collect();
+                    let key: Row = self.group_by.iter().map(|&c| columns[c].datum(i)).collect();
                     let complete = self
                         .complete
                         .as_ref()
@@ -192,10 +194,11 @@ impl Executor for HashAggExecutor {
             self.groups.row_counts[g] += if insert { 1 } else { -1 };
             for (states, call) in self.groups.states.iter_mut().zip(&self.calls) {
                 let value = match call.arg {
-                    Some(i) => &row[i],
-                    None => &None,
+                    Some(c) => columns[c].datum(i),
+                    None => None,
                 };
-                if let Err(e) = states.update(g, insert, value) {
+                if let Err(e) = states.update(g, insert, &value) {
+                    let row = chunk.row(i);
                     tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "aggregate update failed; row ignored by this aggregate");
                 }
             }

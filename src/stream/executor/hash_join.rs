@@ -257,7 +257,7 @@ impl Executor for HashJoinExecutor {
     ) -> StreamResult<()> {
         let side = input.min(1);
         let mut b = ChunkBuilder::new();
-        for (op, row) in chunk.into_iter_rows() {
+        for (op, row) in chunk.rows() {
             self.apply(side, op, row, &mut b, out).await?;
         }
         b.finish(out);

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use super::Executor;
 use crate::common::encoding::vnode_of;
-use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
+use crate::common::{Bitmap, Datum, Op, Row, StreamChunk, StreamChunkBuilder};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
@@ -94,13 +94,14 @@ impl Executor for MaterializeExecutor {
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
         if !self.handle_conflicts {
-            let rows = &chunk.rows;
-            for (i, (op, row)) in chunk.iter().enumerate() {
+            let rows: Vec<(Op, Row)> = chunk.rows().collect();
+            for (i, (op, row)) in rows.iter().enumerate() {
                 if op.is_insert() {
                     self.put(row);
-                } else if !(op == Op::UpdateDelete
-                    && chunk.ops.get(i + 1) == Some(&Op::UpdateInsert)
-                    && self.pk.iter().all(|&c| row[c] == rows[i + 1][c]))
+                } else if !(*op == Op::UpdateDelete
+                    && rows.get(i + 1).is_some_and(|(next_op, next)| {
+                        *next_op == Op::UpdateInsert && self.pk.iter().all(|&c| row[c] == next[c])
+                    }))
                 {
                     // (an update that keeps the pk is one overwrite)
                     self.delete(row);
@@ -109,8 +110,8 @@ impl Executor for MaterializeExecutor {
             out.push(chunk);
             return Ok(());
         }
-        let mut result = StreamChunk::with_capacity(chunk.len());
-        for (op, row) in chunk.into_iter_rows() {
+        let mut result = StreamChunkBuilder::new();
+        for (op, row) in chunk.rows() {
             if op.is_insert() {
                 let old = if self.inserts_are_new && op == Op::Insert {
                     None
@@ -137,7 +138,7 @@ impl Executor for MaterializeExecutor {
         // Collapse `- old` followed by `U- old, U+ new` is not needed: a
         // delete+insert pair on one key is a valid change for every consumer.
         if !result.is_empty() {
-            out.push(result);
+            out.push(result.take());
         }
         Ok(())
     }

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 
 use super::message::Barrier;
 use super::StreamResult;
-use crate::common::{Bitmap, StreamChunk};
+use crate::common::{Bitmap, StreamChunk, StreamChunkBuilder};
 
 #[async_trait]
 pub trait Executor: Send {
@@ -69,13 +69,13 @@ pub trait Executor: Send {
 
 /// Split rows into chunks of at most [`crate::common::CHUNK_SIZE`] rows.
 pub(crate) struct ChunkBuilder {
-    current: StreamChunk,
+    current: StreamChunkBuilder,
 }
 
 impl ChunkBuilder {
     pub fn new() -> Self {
         ChunkBuilder {
-            current: StreamChunk::with_capacity(64),
+            current: StreamChunkBuilder::new(),
         }
     }
 
@@ -89,13 +89,13 @@ impl ChunkBuilder {
         if self.current.len() >= crate::common::CHUNK_SIZE
             && !matches!(op, crate::common::Op::UpdateDelete)
         {
-            out.push(std::mem::take(&mut self.current));
+            out.push(self.current.take());
         }
     }
 
     pub fn finish(&mut self, out: &mut Vec<StreamChunk>) {
         if !self.current.is_empty() {
-            out.push(std::mem::take(&mut self.current));
+            out.push(self.current.take());
         }
     }
 }

@@ -1,72 +1,22 @@
-//! Projection: evaluates expressions per row; a projection of input
-//! columns alone moves them.
+//! Projection: evaluates expressions a column at a time; an input column
+//! is passed on without a copy.
 
 use async_trait::async_trait;
 
 use super::Executor;
-use crate::common::{Row, StreamChunk};
-use crate::expr::Expr;
+use crate::common::StreamChunk;
+use crate::expr::{Expr, ExprError};
 use crate::stream::StreamResult;
 
 pub struct ProjectExecutor {
     exprs: Vec<Expr>,
-    /// The input columns, when every expression is one.
-    columns: Option<Vec<usize>>,
-    /// Those columns are in increasing order (a row is projected in place).
-    in_order: bool,
     /// Identifies the job in the log line of a row whose evaluation failed.
     actor_id: u32,
 }
 
 impl ProjectExecutor {
     pub fn new(exprs: Vec<Expr>, actor_id: u32) -> Self {
-        let columns = exprs
-            .iter()
-            .map(|e| match e {
-                Expr::InputRef { index, .. } => Some(*index),
-                _ => None,
-            })
-            .collect::<Option<Vec<usize>>>();
-        let in_order = columns
-            .as_ref()
-            .is_some_and(|c| c.windows(2).all(|w| w[0] < w[1]));
-        ProjectExecutor {
-            exprs,
-            columns,
-            in_order,
-            actor_id,
-        }
-    }
-}
-
-/// Turn `row` into its columns `cols` (all within the row), moving the
-/// values, and keeping the row's allocation when the columns are in
-/// increasing order (`in_order`).
-fn select_columns(row: &mut Row, cols: &[usize], in_order: bool) {
-    if in_order {
-        // Column j comes from i >= j, and no later column reads a slot
-        // below its own source: filling slot j destroys nothing needed.
-        for (j, &i) in cols.iter().enumerate() {
-            if i != j {
-                row[j] = row[i].take();
-            }
-        }
-        row.truncate(cols.len());
-    } else {
-        *row = cols.iter().map(|&i| row[i].clone()).collect();
-    }
-}
-
-/// Evaluate `expr`; on a data error (overflow, division by zero...) log it
-/// and yield NULL, so a bad row never stops a running job (as RisingWave
-/// does). Deterministic, so a later retraction of the row matches.
-pub(crate) fn eval_or_null(expr: &Expr, row: &Row, actor_id: u32) -> crate::common::Datum {
-    match expr.eval(row) {
-        Ok(d) => d,
-        Err(e) => {
-            tracing::warn!(actor_id, error = %e, ?row, "expression failed in a streaming job; using NULL");
-            None
-        }
+        ProjectExecutor { exprs, actor_id }
     }
 }
 
@@ -82,29 +32,37 @@ impl Executor for ProjectExecutor {
         chunk: StreamChunk,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        if let Some(cols) = &self.columns {
-            // (A row shorter than the plan says is evaluated below, which
-            // reports it.)
-            if chunk.rows.iter().all(|r| cols.iter().all(|&i| i < r.len())) {
-                let StreamChunk { ops, mut rows } = chunk;
-                for row in &mut rows {
-                    select_columns(row, cols, self.in_order);
-                }
-                out.push(StreamChunk::new(ops, rows));
-                return Ok(());
-            }
-        }
-        let mut result = StreamChunk::with_capacity(chunk.len());
-        for (op, row) in chunk.iter() {
-            let new_row = self
-                .exprs
-                .iter()
-                .map(|e| eval_or_null(e, row, self.actor_id))
-                .collect();
-            result.push(op, new_row);
-        }
-        out.push(result);
+        // A column of the input is shared, not copied; other expressions
+        // are evaluated a column at a time.
+        let columns = self
+            .exprs
+            .iter()
+            .map(|e| {
+                let (column, errors) = e.eval_chunk(&chunk);
+                log_errors(self.actor_id, &chunk, &errors);
+                column
+            })
+            .collect();
+        out.push(chunk.with_columns(columns));
         Ok(())
+    }
+}
+
+/// Log the rows whose expression failed: a data error (overflow, division
+/// by zero...) yields NULL, so a bad row never stops a running job (as in
+/// RisingWave); it is deterministic, so a later retraction of the row
+/// matches. The first few of a chunk are logged, and how many failed.
+pub(crate) fn log_errors(actor_id: u32, chunk: &StreamChunk, errors: &[(usize, ExprError)]) {
+    for (i, e) in errors.iter().take(3) {
+        let row = chunk.row(*i);
+        tracing::warn!(actor_id, error = %e, ?row, "expression failed in a streaming job; using NULL");
+    }
+    if errors.len() > 3 {
+        tracing::warn!(
+            actor_id,
+            failed = errors.len(),
+            "more rows of the chunk failed the same way"
+        );
     }
 }
 

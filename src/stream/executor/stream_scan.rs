@@ -30,7 +30,9 @@ use tokio::sync::watch;
 
 use super::Executor;
 use crate::common::encoding::vnode_of;
-use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk, VirtualNode, CHUNK_SIZE};
+use crate::common::{
+    Bitmap, Datum, Op, Row, ScalarValue, StreamChunk, StreamChunkBuilder, VirtualNode, CHUNK_SIZE,
+};
 use crate::storage::{StateStore, StateTable};
 use crate::stream::build::StateTableDesc;
 use crate::stream::message::Barrier;
@@ -167,8 +169,8 @@ impl Backfill {
     /// Keep the changes `forwards` accepts; an update pair cut in half
     /// becomes a plain insert or delete.
     fn filter(&self, chunk: StreamChunk) -> StreamChunk {
-        let mut out = StreamChunk::default();
-        let mut rows = chunk.into_iter_rows().peekable();
+        let mut out = StreamChunkBuilder::new();
+        let mut rows = chunk.rows().peekable();
         while let Some((op, row)) = rows.next() {
             if op == Op::UpdateDelete {
                 if let Some((Op::UpdateInsert, _)) = rows.peek() {
@@ -190,7 +192,7 @@ impl Backfill {
                 out.push(op, row);
             }
         }
-        out
+        out.take()
     }
 
     /// Emit the next slice of the snapshot and record the new positions.

@@ -116,7 +116,7 @@ impl Executor for TopNExecutor {
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
         self.ensure_loaded().await?;
-        for (op, row) in chunk.into_iter_rows() {
+        for (op, row) in chunk.rows() {
             let pk = self.pk_of(&row);
             if let Some(k) = self.index.remove(&pk) {
                 self.rows.remove(&k);

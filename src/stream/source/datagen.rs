@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{DataType, Datum, Row, ScalarValue};
+use crate::common::{DataType, Datum, Op, Row, ScalarValue, StreamChunkBuilder};
 use rust_decimal::Decimal;
 
 /// How one column is generated.
@@ -119,6 +119,14 @@ impl DatagenDesc {
             .iter()
             .map(|(ty, g)| gen_value(*ty, g, offset))
             .collect()
+    }
+
+    /// Append the row at `offset`, value by value.
+    pub fn append_row(&self, offset: u64, out: &mut StreamChunkBuilder) {
+        out.push_values(
+            Op::Insert,
+            self.fields.iter().map(|(ty, g)| gen_value(*ty, g, offset)),
+        );
     }
 }
 

@@ -15,7 +15,8 @@ pub mod nexmark;
 use tokio::time::{Duration, Instant};
 
 use crate::common::{
-    Bitmap, DataType, Row, ScalarValue, StreamChunk, VirtualNode, CHUNK_SIZE, VNODE_COUNT,
+    Bitmap, DataType, Op, ScalarValue, StreamChunk, StreamChunkBuilder, VirtualNode, CHUNK_SIZE,
+    VNODE_COUNT,
 };
 use crate::meta::catalog::TableId;
 use crate::storage::{StateTable, StorageResult};
@@ -365,42 +366,48 @@ impl SourceReader {
             if self.splits[i].done {
                 continue;
             }
-            let (rows, done) = self.generate(i, batch);
+            let mut rows = StreamChunkBuilder::new();
+            let done = self.generate(i, batch, &mut rows);
             let split = &mut self.splits[i];
-            split.emitted += rows.len() as u64;
-            split.done = done;
             let n = rows.len() as u64;
+            split.emitted += n;
+            split.done = done;
             self.epoch_rows += n;
             self.emitted += n;
-            if !rows.is_empty() {
-                return StreamChunk::inserts(rows);
+            if n > 0 {
+                return rows.take();
             }
         }
         StreamChunk::default()
     }
 
-    fn generate(&self, i: usize, max: usize) -> (Vec<Row>, bool) {
+    /// Append up to `max` rows of split `i` to `out`; whether it ended.
+    fn generate(&self, i: usize, max: usize, out: &mut StreamChunkBuilder) -> bool {
         let split = &self.splits[i];
         let (s, n) = (split.id as u64, self.desc.splits.max(1) as u64);
         match &self.desc.connector {
             Connector::Datagen(d) => {
                 let total = d.total_rows();
-                let mut rows = Vec::with_capacity(max);
                 let mut k = split.emitted;
-                while rows.len() < max {
+                while out.len() < max {
                     let offset = s + k * n;
                     if total.is_some_and(|t| offset >= t) {
-                        return (rows, true);
+                        return true;
                     }
-                    rows.push(d.row(offset));
+                    d.append_row(offset, out);
                     k += 1;
                 }
-                let done = total.is_some_and(|t| s + k * n >= t);
-                (rows, done)
+                total.is_some_and(|t| s + k * n >= t)
             }
             Connector::Nexmark(d) => match &self.nexmark {
-                Some(g) => d.rows(g, s, n, split.emitted, max),
-                None => (Vec::new(), true),
+                Some(g) => {
+                    let (rows, done) = d.rows(g, s, n, split.emitted, max);
+                    for row in rows {
+                        out.push(Op::Insert, row);
+                    }
+                    done
+                }
+                None => true,
             },
         }
     }
@@ -524,7 +531,7 @@ mod tests {
         let mut seen = Vec::new();
         for _ in 0..3 {
             for r in [&mut a, &mut b] {
-                seen.extend(r.next_chunk().rows.into_iter().map(|row| row[0].clone()));
+                seen.extend(r.next_chunk().rows().map(|(_, row)| row[0].clone()));
             }
         }
         a.commit(1).unwrap();
@@ -532,7 +539,7 @@ mod tests {
         let mut c = SourceReader::new(d, state(&store, Bitmap::full()));
         c.load().await.unwrap();
         while c.is_active() {
-            seen.extend(c.next_chunk().rows.into_iter().map(|row| row[0].clone()));
+            seen.extend(c.next_chunk().rows().map(|(_, row)| row[0].clone()));
         }
         let mut seen: Vec<i64> = seen
             .into_iter()

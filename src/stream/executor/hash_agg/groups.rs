@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use hashbrown::HashTable;
 
-use crate::common::{Datum, Row};
+use crate::common::{datum_ref, Column, Datum, DatumRef, Row};
 use crate::expr::{AggCall, AggStates};
 
 /// The group's result is downstream and its state in the store.
@@ -30,7 +30,10 @@ pub struct Groups {
     hasher: foldhash::fast::RandomState,
 }
 
-fn hash_of<'a>(hasher: &foldhash::fast::RandomState, key: impl Iterator<Item = &'a Datum>) -> u64 {
+fn hash_of<'a>(
+    hasher: &foldhash::fast::RandomState,
+    key: impl Iterator<Item = DatumRef<'a>>,
+) -> u64 {
     let mut h = hasher.build_hasher();
     for d in key {
         d.hash(&mut h);
@@ -61,16 +64,29 @@ impl Groups {
 
     /// The hash of the key formed by columns `cols` of `row`.
     pub fn hash_row(&self, row: &[Datum], cols: &[usize]) -> u64 {
-        hash_of(&self.hasher, cols.iter().map(|&i| &row[i]))
+        hash_of(&self.hasher, cols.iter().map(|&i| datum_ref(&row[i])))
     }
 
-    /// The group whose key is columns `cols` of `row`, given its hash.
-    pub fn find(&self, hash: u64, row: &[Datum], cols: &[usize]) -> Option<usize> {
+    /// The hash of the key formed by columns `cols` at row `i`.
+    pub fn hash_at(&self, columns: &[Column], cols: &[usize], i: usize) -> u64 {
+        hash_of(&self.hasher, cols.iter().map(|&c| columns[c].get(i)))
+    }
+
+    /// The group whose key is columns `cols` at row `i`, given its hash.
+    pub fn find_at(
+        &self,
+        hash: u64,
+        columns: &[Column],
+        cols: &[usize],
+        i: usize,
+    ) -> Option<usize> {
         let w = self.width;
         self.index
             .find(hash, |&g| {
                 let key = &self.keys[g as usize * w..(g as usize + 1) * w];
-                cols.iter().zip(key).all(|(&i, k)| row[i] == *k)
+                cols.iter()
+                    .zip(key)
+                    .all(|(&c, k)| columns[c].get(i) == datum_ref(k))
             })
             .map(|&g| g as usize)
     }
@@ -87,7 +103,12 @@ impl Groups {
         }
         let (keys, w, hasher) = (&self.keys, self.width, &self.hasher);
         self.index.insert_unique(hash, g as u32, |&x| {
-            hash_of(hasher, keys[x as usize * w..(x as usize + 1) * w].iter())
+            hash_of(
+                hasher,
+                keys[x as usize * w..(x as usize + 1) * w]
+                    .iter()
+                    .map(datum_ref),
+            )
         });
         g
     }
@@ -95,12 +116,12 @@ impl Groups {
     /// Remove group `g`; the last group takes its number.
     pub fn remove(&mut self, g: usize) {
         let last = self.len() - 1;
-        let hash = hash_of(&self.hasher, self.key(g).iter());
+        let hash = hash_of(&self.hasher, self.key(g).iter().map(datum_ref));
         if let Ok(entry) = self.index.find_entry(hash, |&x| x as usize == g) {
             entry.remove();
         }
         if g != last {
-            let hash = hash_of(&self.hasher, self.key(last).iter());
+            let hash = hash_of(&self.hasher, self.key(last).iter().map(datum_ref));
             if let Some(x) = self.index.find_mut(hash, |&x| x as usize == last) {
                 *x = g as u32;
             }
@@ -138,8 +159,14 @@ impl Groups {
             s.shrink_to_fit();
         }
         let (keys, w, hasher) = (&self.keys, self.width, &self.hasher);
-        self.index
-            .shrink_to_fit(|&x| hash_of(hasher, keys[x as usize * w..(x as usize + 1) * w].iter()));
+        self.index.shrink_to_fit(|&x| {
+            hash_of(
+                hasher,
+                keys[x as usize * w..(x as usize + 1) * w]
+                    .iter()
+                    .map(datum_ref),
+            )
+        });
     }
 
     /// Bytes held for the groups: the vectors and index by capacity, keys'
@@ -187,8 +214,10 @@ mod tests {
     }
 
     fn lookup(groups: &Groups, k: i64) -> Option<usize> {
-        let row = vec![int(k)];
-        groups.find(groups.hash_row(&row, &[0]), &row, &[0])
+        let chunk = crate::common::StreamChunk::inserts(vec![vec![int(k)]]);
+        let hash = groups.hash_at(chunk.columns(), &[0], 0);
+        assert_eq!(hash, groups.hash_row(&chunk.row(0), &[0]));
+        groups.find_at(hash, chunk.columns(), &[0], 0)
     }
 
     #[test]
