@@ -130,13 +130,11 @@ impl StreamChunk {
     }
 
     /// The positions of the visible rows.
-    pub fn visible_indices(&self) -> impl Iterator<Item = usize> + '_ {
-        let n = self.ops.len();
-        let (all, set) = match &self.visibility {
-            None => (Some(0..n), None),
-            Some(v) => (None, Some(v.set_indices())),
-        };
-        all.into_iter().flatten().chain(set.into_iter().flatten())
+    pub fn visible_indices(&self) -> VisibleRows<'_> {
+        match &self.visibility {
+            None => VisibleRows::All(0..self.ops.len()),
+            Some(v) => VisibleRows::Set(v.set_indices()),
+        }
     }
 
     /// Row `i`, its values copied out of the columns.
@@ -237,6 +235,24 @@ impl StreamChunk {
             out.push('\n');
         }
         out
+    }
+}
+
+/// The positions of a chunk's visible rows.
+pub enum VisibleRows<'a> {
+    All(std::ops::Range<usize>),
+    Set(arrow_buffer::bit_iterator::BitIndexIterator<'a>),
+}
+
+impl Iterator for VisibleRows<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            VisibleRows::All(r) => r.next(),
+            VisibleRows::Set(s) => s.next(),
+        }
     }
 }
 

@@ -406,6 +406,11 @@ impl Dispatcher {
                 }
                 Ok(())
             }
+            DispatcherKind::Hash { .. } if self.outputs.len() == 1 => {
+                // Every vnode maps to the one output.
+                let o = &self.outputs[0];
+                Self::send(&o.tx, o.actor, Message::Chunk(chunk)).await
+            }
             DispatcherKind::Hash { dist_key, mapping } => {
                 // Every output gets the chunk's columns (shared) and its
                 // own rows' visibility. A row belongs to one output, so one

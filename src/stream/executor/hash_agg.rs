@@ -169,9 +169,10 @@ impl Executor for HashAggExecutor {
             });
         }
         let columns = chunk.columns();
-        for i in chunk.visible_indices() {
+        let rows: Vec<usize> = chunk.visible_indices().collect();
+        let hashes = self.groups.hash_rows(columns, &self.group_by, &rows);
+        for (&i, &hash) in rows.iter().zip(&hashes) {
             let op = chunk.ops()[i];
-            let hash = self.groups.hash_at(columns, &self.group_by, i);
             let g = match self.groups.find_at(hash, columns, &self.group_by, i) {
                 Some(g) => {
                     if self.groups.flags[g] & DIRTY == 0 {

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{DataType, Datum, Op, Row, ScalarValue, StreamChunkBuilder};
+use arrow_array::{Int16Array, Int32Array, Int64Array};
+
+use crate::common::{datum_ref, Column, ColumnBuilder, DataType, Datum, Row, ScalarValue};
 use rust_decimal::Decimal;
 
 /// How one column is generated.
@@ -121,12 +123,33 @@ impl DatagenDesc {
             .collect()
     }
 
-    /// Append the row at `offset`, value by value.
-    pub fn append_row(&self, offset: u64, out: &mut StreamChunkBuilder) {
-        out.push_values(
-            Op::Insert,
-            self.fields.iter().map(|(ty, g)| gen_value(*ty, g, offset)),
-        );
+    /// The rows at these offsets, a column at a time (the same values as
+    /// [`Self::row`]).
+    pub fn columns(&self, offsets: &[u64]) -> Vec<Column> {
+        self.fields
+            .iter()
+            .map(|(ty, g)| {
+                let ints = || offsets.iter().map(|&o| gen_int(g, o));
+                match (ty, g) {
+                    (_, FieldGen::RowId) | (DataType::Int64, _) => {
+                        Column::Int64(Int64Array::from_iter_values(ints()))
+                    }
+                    (DataType::Int32, _) => {
+                        Column::Int32(Int32Array::from_iter_values(ints().map(|v| v as i32)))
+                    }
+                    (DataType::Int16, _) => {
+                        Column::Int16(Int16Array::from_iter_values(ints().map(|v| v as i16)))
+                    }
+                    _ => {
+                        let mut b = ColumnBuilder::new(None, offsets.len());
+                        for &o in offsets {
+                            b.push(datum_ref(&gen_value(*ty, g, o)));
+                        }
+                        b.finish()
+                    }
+                }
+            })
+            .collect()
     }
 }
 
@@ -136,6 +159,20 @@ fn mix(mut x: u64) -> u64 {
     x ^= x >> 27;
     x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+/// The integer [`gen_value`] gives (before narrowing to the column's type).
+fn gen_int(g: &FieldGen, offset: u64) -> i64 {
+    match g {
+        FieldGen::RowId => (1i64 << 62) | offset as i64,
+        FieldGen::Sequence { start, .. } => start + offset as i64,
+        FieldGen::Random { min, max, seed, .. } => {
+            let r = mix(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ mix(offset));
+            let unit = (r >> 11) as f64 / (1u64 << 53) as f64;
+            let span = (max - min).max(0.0);
+            (min + (unit * (span + 1.0)).floor()).min(*max) as i64
+        }
+    }
 }
 
 fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
@@ -192,6 +229,46 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                     ScalarValue::Interval(crate::common::Interval::new(0, 0, int() * 1_000_000))
                 }
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_hold_the_rows() {
+        let random = |seed| FieldGen::Random {
+            min: -5.0,
+            max: 1000.0,
+            seed,
+            length: 3,
+        };
+        let desc = DatagenDesc {
+            fields: vec![
+                (DataType::Int64, FieldGen::RowId),
+                (
+                    DataType::Int16,
+                    FieldGen::Sequence {
+                        start: 7,
+                        end: None,
+                    },
+                ),
+                (DataType::Int32, random(1)),
+                (DataType::Int64, random(2)),
+                (DataType::Int16, random(3)),
+                (DataType::Varchar, random(4)),
+                (DataType::Float64, random(5)),
+                (DataType::Decimal, random(6)),
+            ],
+            rows_per_second: 1,
+        };
+        let offsets: Vec<u64> = (0..300).map(|k| 3 + k * 5).collect();
+        let columns = desc.columns(&offsets);
+        for (i, &o) in offsets.iter().enumerate() {
+            let row: Row = columns.iter().map(|c| c.datum(i)).collect();
+            assert_eq!(row, desc.row(o));
         }
     }
 }

@@ -366,48 +366,47 @@ impl SourceReader {
             if self.splits[i].done {
                 continue;
             }
-            let mut rows = StreamChunkBuilder::new();
-            let done = self.generate(i, batch, &mut rows);
+            let (chunk, done) = self.generate(i, batch);
             let split = &mut self.splits[i];
-            let n = rows.len() as u64;
+            let n = chunk.len() as u64;
             split.emitted += n;
             split.done = done;
             self.epoch_rows += n;
             self.emitted += n;
             if n > 0 {
-                return rows.take();
+                return chunk;
             }
         }
         StreamChunk::default()
     }
 
-    /// Append up to `max` rows of split `i` to `out`; whether it ended.
-    fn generate(&self, i: usize, max: usize, out: &mut StreamChunkBuilder) -> bool {
+    /// Up to `max` rows of split `i`, and whether it ended.
+    fn generate(&self, i: usize, max: usize) -> (StreamChunk, bool) {
         let split = &self.splits[i];
         let (s, n) = (split.id as u64, self.desc.splits.max(1) as u64);
         match &self.desc.connector {
             Connector::Datagen(d) => {
                 let total = d.total_rows();
-                let mut k = split.emitted;
-                while out.len() < max {
-                    let offset = s + k * n;
-                    if total.is_some_and(|t| offset >= t) {
-                        return true;
-                    }
-                    d.append_row(offset, out);
-                    k += 1;
-                }
-                total.is_some_and(|t| s + k * n >= t)
+                let offsets: Vec<u64> = (split.emitted..)
+                    .map(|k| s + k * n)
+                    .take_while(|&o| total.is_none_or(|t| o < t))
+                    .take(max)
+                    .collect();
+                let next = s + (split.emitted + offsets.len() as u64) * n;
+                let done = total.is_some_and(|t| next >= t);
+                let ops = vec![Op::Insert; offsets.len()];
+                (StreamChunk::new(ops, d.columns(&offsets), None), done)
             }
             Connector::Nexmark(d) => match &self.nexmark {
                 Some(g) => {
                     let (rows, done) = d.rows(g, s, n, split.emitted, max);
+                    let mut out = StreamChunkBuilder::new();
                     for row in rows {
                         out.push(Op::Insert, row);
                     }
-                    done
+                    (out.take(), done)
                 }
-                None => true,
+                None => (StreamChunk::default(), true),
             },
         }
     }

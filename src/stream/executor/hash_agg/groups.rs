@@ -9,9 +9,10 @@
 
 use std::hash::{BuildHasher, Hash, Hasher};
 
+use arrow_array::Array;
 use hashbrown::HashTable;
 
-use crate::common::{datum_ref, Column, Datum, DatumRef, Row};
+use crate::common::{datum_ref, Column, Datum, DatumRef, Row, ScalarRef};
 use crate::expr::{AggCall, AggStates};
 
 /// The group's result is downstream and its state in the store.
@@ -41,6 +42,12 @@ fn hash_of<'a>(
     h.finish()
 }
 
+fn hash_each<'a, H: Hasher>(hashers: &mut [H], rows: &[usize], f: impl Fn(usize) -> DatumRef<'a>) {
+    for (h, &i) in hashers.iter_mut().zip(rows) {
+        f(i).hash(h);
+    }
+}
+
 impl Groups {
     pub fn new(width: usize, calls: &[AggCall]) -> Groups {
         Groups {
@@ -68,8 +75,29 @@ impl Groups {
     }
 
     /// The hash of the key formed by columns `cols` at row `i`.
+    #[cfg(test)]
     pub fn hash_at(&self, columns: &[Column], cols: &[usize], i: usize) -> u64 {
         hash_of(&self.hasher, cols.iter().map(|&c| columns[c].get(i)))
+    }
+
+    /// The hashes of the keys formed by columns `cols` at `rows`: a column
+    /// at a time, the same as [`Self::hash_row`] of each row.
+    pub fn hash_rows(&self, columns: &[Column], cols: &[usize], rows: &[usize]) -> Vec<u64> {
+        let mut hashers: Vec<_> = rows.iter().map(|_| self.hasher.build_hasher()).collect();
+        for &c in cols {
+            let column = &columns[c];
+            let h = &mut hashers;
+            match column {
+                Column::Int32(a) if a.null_count() == 0 => {
+                    hash_each(h, rows, |i| Some(ScalarRef::Int32(a.value(i))))
+                }
+                Column::Int64(a) if a.null_count() == 0 => {
+                    hash_each(h, rows, |i| Some(ScalarRef::Int64(a.value(i))))
+                }
+                _ => hash_each(h, rows, |i| column.get(i)),
+            }
+        }
+        hashers.into_iter().map(|h| h.finish()).collect()
     }
 
     /// The group whose key is columns `cols` at row `i`, given its hash.
@@ -217,6 +245,7 @@ mod tests {
         let chunk = crate::common::StreamChunk::inserts(vec![vec![int(k)]]);
         let hash = groups.hash_at(chunk.columns(), &[0], 0);
         assert_eq!(hash, groups.hash_row(&chunk.row(0), &[0]));
+        assert_eq!(hash, groups.hash_rows(chunk.columns(), &[0], &[0])[0]);
         groups.find_at(hash, chunk.columns(), &[0], 0)
     }
 
