@@ -569,3 +569,56 @@ impl DispatchSet {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::{vnode_of, DataType, ScalarValue, VNODE_COUNT};
+
+    /// A hash dispatcher gives each output its rows (by vnode), as chunks
+    /// sharing the columns; an update pair whose halves go to different
+    /// outputs becomes a delete and an insert; rows already invisible stay
+    /// out.
+    #[tokio::test]
+    async fn hash_dispatch_splits_rows_by_vnode() {
+        let ty = [DataType::Int64, DataType::Varchar];
+        // Vnodes below half go to actor 1, the rest to actor 2.
+        let mapping: Vec<ActorId> = (0..VNODE_COUNT)
+            .map(|v| 1 + (v >= VNODE_COUNT / 2) as u32)
+            .collect();
+        let target = |k: i64| mapping[vnode_of(&[Some(ScalarValue::Int64(k))], &[0]) as usize];
+        // Two keys on different actors.
+        let (a, b) = (1..100)
+            .flat_map(|x| (1..100).map(move |y| (x, y)))
+            .find(|&(x, y)| target(x) == 1 && target(y) == 2)
+            .expect("keys on both actors");
+        let text =
+            format!("+ {a} x\n+ {b} y\nU- {a} old\nU+ {b} new\nU- {b} p\nU+ {b} q\n- {a} gone");
+        let chunk = StreamChunk::from_pretty(&text, &ty);
+        let ops = chunk.ops().to_vec();
+        let mut keep = vec![true; 7];
+        keep[6] = false; // the last row was filtered out upstream
+        let chunk = chunk.with_visibility(ops, keep.into());
+        let mut rx = HashMap::new();
+        let desc = DispatcherDesc {
+            downstream_fragment: 1,
+            kind: DispatcherKind::Hash {
+                dist_key: vec![0],
+                mapping,
+            },
+            outputs: vec![1, 2],
+        };
+        let d = Dispatcher::new(&desc, |actor| {
+            let (tx, r) = mpsc::channel(4);
+            rx.insert(actor, r);
+            tx
+        });
+        d.dispatch_chunk(chunk).await.expect("dispatches");
+        let mut got = |actor: ActorId| match rx.get_mut(&actor).and_then(|r| r.try_recv().ok()) {
+            Some(Message::Chunk(c)) => c.to_pretty(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got(1), format!("+ {a} x\n- {a} old\n"));
+        assert_eq!(got(2), format!("+ {b} y\n+ {b} new\nU- {b} p\nU+ {b} q\n"));
+    }
+}

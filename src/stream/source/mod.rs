@@ -15,8 +15,7 @@ pub mod nexmark;
 use tokio::time::{Duration, Instant};
 
 use crate::common::{
-    Bitmap, DataType, Op, ScalarValue, StreamChunk, StreamChunkBuilder, VirtualNode, CHUNK_SIZE,
-    VNODE_COUNT,
+    Bitmap, DataType, Op, ScalarValue, StreamChunk, VirtualNode, CHUNK_SIZE, VNODE_COUNT,
 };
 use crate::meta::catalog::TableId;
 use crate::storage::{StateTable, StorageResult};
@@ -398,14 +397,7 @@ impl SourceReader {
                 (StreamChunk::new(ops, d.columns(&offsets), None), done)
             }
             Connector::Nexmark(d) => match &self.nexmark {
-                Some(g) => {
-                    let (rows, done) = d.rows(g, s, n, split.emitted, max);
-                    let mut out = StreamChunkBuilder::new();
-                    for row in rows {
-                        out.push(Op::Insert, row);
-                    }
-                    (out.take(), done)
-                }
+                Some(g) => d.rows(g, s, n, split.emitted, max),
                 None => (StreamChunk::default(), true),
             },
         }

@@ -10,7 +10,7 @@ use nexmark::config::NexmarkConfig;
 use nexmark::event::{Event, EventType};
 use nexmark::EventGenerator;
 
-use crate::common::{DataType, Datum, Row, ScalarValue};
+use crate::common::{DataType, DatumRef, Op, ScalarRef, StreamChunk, StreamChunkBuilder};
 
 /// Which of the three streams a source reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -203,28 +203,30 @@ impl NexmarkDesc {
         splits: u64,
         k: u64,
         max: usize,
-    ) -> (Vec<Row>, bool) {
+    ) -> (StreamChunk, bool) {
         let mut g = base
             .clone()
             .with_offset(split + k * splits)
             .with_step(splits);
-        let mut rows = Vec::with_capacity(max);
-        while rows.len() < max {
+        let mut out = StreamChunkBuilder::new();
+        while out.len() < max {
             let number = g.global_offset();
             if self.event_num.is_some_and(|n| number >= n) {
-                return (rows, true);
+                return (out.take(), true);
             }
             let Some(event) = g.next() else {
-                return (rows, true);
+                return (out.take(), true);
             };
-            rows.push(self.row(number, &event));
+            self.push_row(number, &event, &mut out);
         }
-        (rows, false)
+        (out.take(), false)
     }
 
-    fn row(&self, number: u64, event: &Event) -> Row {
-        let mut fields: Vec<Datum> = match event {
-            Event::Person(p) => vec![
+    /// Append the event's row, its text borrowed until it is in a column.
+    fn push_row(&self, number: u64, event: &Event, out: &mut StreamChunkBuilder) {
+        let mut fields: [DatumRef<'_>; 10] = [None; 10];
+        let values: &[DatumRef<'_>] = match event {
+            Event::Person(p) => &[
                 int(p.id),
                 text(&p.name),
                 text(&p.email_address),
@@ -234,7 +236,7 @@ impl NexmarkDesc {
                 time(p.date_time),
                 text(&p.extra),
             ],
-            Event::Auction(a) => vec![
+            Event::Auction(a) => &[
                 int(a.id),
                 text(&a.item_name),
                 text(&a.description),
@@ -246,7 +248,7 @@ impl NexmarkDesc {
                 int(a.category),
                 text(&a.extra),
             ],
-            Event::Bid(b) => vec![
+            Event::Bid(b) => &[
                 int(b.auction),
                 int(b.bidder),
                 int(b.price),
@@ -256,34 +258,32 @@ impl NexmarkDesc {
                 text(&b.extra),
             ],
         };
-        // Each field is named by at most one column (names are distinct):
-        // it is moved out, not copied.
-        self.columns
-            .iter()
-            .map(|c| match c {
-                Some(i) => fields.get_mut(*i).and_then(Option::take),
-                None => Some(ScalarValue::Int64(number as i64)),
-            })
-            .collect()
+        fields[..values.len()].copy_from_slice(values);
+        let row = self.columns.iter().map(|c| match c {
+            Some(i) => fields.get(*i).copied().flatten(),
+            None => Some(ScalarRef::Int64(number as i64)),
+        });
+        out.push_refs(Op::Insert, row);
     }
 }
 
-fn int(v: usize) -> Datum {
-    i64::try_from(v).ok().map(ScalarValue::Int64)
+fn int(v: usize) -> DatumRef<'static> {
+    i64::try_from(v).ok().map(ScalarRef::Int64)
 }
 
-fn text(s: &str) -> Datum {
-    Some(ScalarValue::varchar(s.to_string()))
+fn text(s: &str) -> DatumRef<'_> {
+    Some(ScalarRef::Varchar(s))
 }
 
-fn time(ms: u64) -> Datum {
+fn time(ms: u64) -> DatumRef<'static> {
     let ms = i64::try_from(ms).ok()?;
-    chrono::DateTime::from_timestamp_millis(ms).map(|t| ScalarValue::Timestamp(t.naive_utc()))
+    chrono::DateTime::from_timestamp_millis(ms).map(|t| ScalarRef::Timestamp(t.naive_utc()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::Row;
 
     fn bid_desc(event_num: u64) -> NexmarkDesc {
         let opts: BTreeMap<String, String> = [
@@ -307,14 +307,18 @@ mod tests {
     fn splits_partition_the_stream() {
         let d = bid_desc(1000);
         let g = d.generator();
+        let rows = |chunk: StreamChunk| chunk.rows().map(|(_, r)| r).collect::<Vec<Row>>();
         let (all, done) = d.rows(&g, 0, 1, 0, 10_000);
+        let all = rows(all);
         assert!(done);
         assert_eq!(all.len(), 920, "46 bids in every 50 events");
         let mut parts = Vec::new();
         for s in 0..3 {
             // two calls per split: a resume from the middle
-            let (mut a, _) = d.rows(&g, s, 3, 0, 100);
+            let (a, _) = d.rows(&g, s, 3, 0, 100);
+            let mut a = rows(a);
             let (b, done) = d.rows(&g, s, 3, a.len() as u64, 10_000);
+            let b = rows(b);
             assert!(done);
             a.extend(b);
             parts.extend(a);
