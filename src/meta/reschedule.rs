@@ -546,7 +546,12 @@ impl Meta {
         // barrier until the epoch it closes is readable to them: collected
         // when the compute nodes share one store, else committed. This
         // returns once the epoch is committed.
-        let pause = Instant::now();
+        // The pause runs from the first source or DML stopping to the last
+        // resuming (DESIGN §7): from here if DML to the job's tables now
+        // waits, else from the injection (until then the job runs on,
+        // while the barrier waits for the one before it to be committed).
+        let requested = Instant::now();
+        let mut pause = (!tables.is_empty()).then_some(requested);
         for t in &tables {
             routes.remove(t);
         }
@@ -568,6 +573,7 @@ impl Meta {
                 tokio::select! {
                     r = &mut barrier => r,
                     _ = injected_rx => {
+                        let pause = *pause.get_or_insert_with(Instant::now);
                         drop(routes);
                         tokio::select! {
                             biased;
@@ -582,6 +588,7 @@ impl Meta {
             }
             Err(e) => Err(e),
         };
+        let pause = pause.unwrap_or(requested);
         summary.pause_ms = resumed.unwrap_or_else(|| pause.elapsed()).as_secs_f64() * 1000.0;
         let ok = result.is_ok();
         if let Err(e) = &result {
