@@ -63,9 +63,11 @@
 
 /// The batch engine for ad-hoc queries over committed state.
 pub mod batch;
-/// Values, types, chunks, bitmaps and the byte encodings of rows.
+/// Values, types, columnar chunks (Arrow arrays), bitmaps and the byte
+/// encodings of rows.
 pub mod common;
-/// Scalar expressions and aggregate functions with PostgreSQL semantics.
+/// Scalar expressions (evaluated by row or a column at a time) and aggregate
+/// functions, with PostgreSQL semantics.
 pub mod expr;
 /// Client sessions: statements from parse to result.
 pub mod frontend;
