@@ -493,11 +493,13 @@ const ALL_TYPES: [DataType; 11] = [
     DataType::Interval,
 ];
 
-fn type_tag(ty: DataType) -> u8 {
+/// The one-byte tag of a type in self-describing encodings.
+pub(crate) fn type_tag(ty: DataType) -> u8 {
     ALL_TYPES.iter().position(|t| *t == ty).unwrap_or(0) as u8
 }
 
-fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
+/// The type of a [`type_tag`].
+pub(crate) fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
     ALL_TYPES
         .get(tag as usize)
         .copied()

@@ -17,7 +17,9 @@ use super::build::Func;
 use super::cast::cast_value;
 use super::eval::{apply_strict, compare, is_strict};
 use super::{Expr, ExprError, ExprResult};
-use crate::common::{Column, ColumnBuilder, DataType, ScalarRef, ScalarValue, StreamChunk};
+use crate::common::{
+    datum_ref, Column, ColumnBuilder, DataType, Datum, ScalarRef, ScalarValue, StreamChunk,
+};
 
 /// A column and the rows whose evaluation failed.
 struct Evaluated {
@@ -84,30 +86,12 @@ fn eval(expr: &Expr, chunk: &StreamChunk) -> Evaluated {
         },
         Expr::Cast { expr: inner, ty } => {
             let arg = eval(inner, chunk);
-            let mut errors = Errors::new(n);
-            let mut out = ColumnBuilder::new(Some(*ty), n);
-            for i in 0..n {
-                if !chunk.is_visible(i) {
-                    out.push_null();
-                    continue;
-                }
+            map_rows(chunk, *ty, |i| {
                 if let Some(e) = arg.error(i) {
-                    errors.set(i, e.clone());
-                    out.push_null();
-                    continue;
+                    return Err(e.clone());
                 }
-                match arg.column.datum(i).map(|v| cast_value(v, *ty)).transpose() {
-                    Ok(d) => out.push(d.as_ref().map(ScalarValue::as_scalar_ref)),
-                    Err(e) => {
-                        errors.set(i, e);
-                        out.push_null();
-                    }
-                }
-            }
-            Evaluated {
-                column: out.finish(),
-                errors: errors.rows,
-            }
+                arg.column.datum(i).map(|v| cast_value(v, *ty)).transpose()
+            })
         }
         Expr::Func { func, args, ty } if is_strict(*func) => strict(*func, args, *ty, chunk),
         Expr::Func { func, args, .. }
@@ -122,18 +106,23 @@ fn eval(expr: &Expr, chunk: &StreamChunk) -> Evaluated {
     }
 }
 
-/// [`Expr::eval`] on each visible row, copied out of the columns.
-fn per_row(expr: &Expr, chunk: &StreamChunk) -> Evaluated {
+/// A column of `ty` holding `f` of each visible row (NULL for the others);
+/// a row where `f` fails is NULL and keeps its error.
+fn map_rows(
+    chunk: &StreamChunk,
+    ty: DataType,
+    mut f: impl FnMut(usize) -> ExprResult<Datum>,
+) -> Evaluated {
     let n = chunk.capacity();
     let mut errors = Errors::new(n);
-    let mut out = ColumnBuilder::new(Some(expr.return_type()), n);
+    let mut out = ColumnBuilder::new(Some(ty), n);
     for i in 0..n {
         if !chunk.is_visible(i) {
             out.push_null();
             continue;
         }
-        match expr.eval(&chunk.row(i)) {
-            Ok(d) => out.push(d.as_ref().map(ScalarValue::as_scalar_ref)),
+        match f(i) {
+            Ok(d) => out.push(datum_ref(&d)),
             Err(e) => {
                 errors.set(i, e);
                 out.push_null();
@@ -144,6 +133,11 @@ fn per_row(expr: &Expr, chunk: &StreamChunk) -> Evaluated {
         column: out.finish(),
         errors: errors.rows,
     }
+}
+
+/// [`Expr::eval`] on each visible row, copied out of the columns.
+fn per_row(expr: &Expr, chunk: &StreamChunk) -> Evaluated {
+    map_rows(chunk, expr.return_type(), |i| expr.eval(&chunk.row(i)))
 }
 
 fn arith_op(func: Func) -> Option<ArithOp> {
@@ -170,76 +164,52 @@ fn comparison(func: Func) -> Option<fn(Ordering) -> bool> {
 }
 
 fn strict(func: Func, args: &[Expr], ty: DataType, chunk: &StreamChunk) -> Evaluated {
-    let n = chunk.capacity();
     let args: Vec<Evaluated> = args.iter().map(|a| eval(a, chunk)).collect();
-    let mut errors = Errors::new(n);
-    let mut out = ColumnBuilder::new(Some(ty), n);
     let arith_of = arith_op(func).filter(|_| args.len() == 2);
     let cmp = comparison(func).filter(|_| args.len() == 2);
-    'rows: for i in 0..n {
-        if !chunk.is_visible(i) {
-            out.push_null();
-            continue;
-        }
+    map_rows(chunk, ty, |i| {
         // An argument that failed fails the call (the row path stops at
         // the first); a NULL one makes it NULL.
-        let mut null = false;
-        for a in &args {
-            if let Some(e) = a.error(i) {
-                errors.set(i, e.clone());
-                out.push_null();
-                continue 'rows;
-            }
-            null |= a.column.is_null(i);
+        if let Some(e) = args.iter().find_map(|a| a.error(i)) {
+            return Err(e.clone());
         }
-        if null {
-            out.push_null();
-            continue;
+        if args.iter().any(|a| a.column.is_null(i)) {
+            return Ok(None);
         }
-        let result: ExprResult<Option<ScalarValue>> = if let Some(want) = cmp {
-            match (args[0].column.get(i), args[1].column.get(i)) {
+        if let Some(want) = cmp {
+            return match (args[0].column.get(i), args[1].column.get(i)) {
                 (Some(a), Some(b)) => {
-                    let same = a.to_owned_type() == b.to_owned_type();
-                    let ord = if same {
-                        Ok(a.cmp(&b))
+                    let ord = if a.to_owned_type() == b.to_owned_type() {
+                        a.cmp(&b)
                     } else {
-                        compare(&a.to_owned_scalar(), &b.to_owned_scalar())
+                        compare(&a.to_owned_scalar(), &b.to_owned_scalar())?
                     };
-                    ord.map(|o| Some(ScalarValue::Boolean(want(o))))
+                    Ok(Some(ScalarValue::Boolean(want(ord))))
                 }
                 _ => Ok(None),
-            }
-        } else if let Some(op) = arith_of {
-            match (args[0].column.datum(i), args[1].column.datum(i)) {
+            };
+        }
+        if let Some(op) = arith_of {
+            return match (args[0].column.datum(i), args[1].column.datum(i)) {
                 (Some(a), Some(b)) => arith(op, &a, &b).map(Some),
                 _ => Ok(None),
-            }
-        } else {
-            let vals = args.iter().filter_map(|a| a.column.datum(i)).collect();
-            apply_strict(func, ty, vals)
-        };
-        match result {
-            Ok(Some(v)) => out.push(Some(v.as_scalar_ref())),
-            Ok(None) => out.push_null(),
-            Err(e) => {
-                errors.set(i, e);
-                out.push_null();
-            }
+            };
         }
-    }
-    Evaluated {
-        column: out.finish(),
-        errors: errors.rows,
-    }
+        apply_strict(
+            func,
+            ty,
+            args.iter().filter_map(|a| a.column.datum(i)).collect(),
+        )
+    })
 }
 
 /// AND, OR, NOT, IS [NOT] NULL, as the row path computes them.
 fn logical(func: Func, args: &[Expr], chunk: &StreamChunk) -> Evaluated {
-    let n = chunk.capacity();
     let args: Vec<Evaluated> = args.iter().map(|a| eval(a, chunk)).collect();
-    let mut errors = Errors::new(n);
-    let mut out = ColumnBuilder::new(Some(DataType::Boolean), n);
-    let as_bool = |a: &Evaluated, i: usize| -> Result<Option<bool>, ExprError> {
+    let as_bool = |a: &Evaluated, i: usize| -> ExprResult<Option<bool>> {
+        if let Some(e) = a.error(i) {
+            return Err(e.clone());
+        }
         match a.column.get(i) {
             None => Ok(None),
             Some(ScalarRef::Boolean(b)) => Ok(Some(b)),
@@ -249,63 +219,38 @@ fn logical(func: Func, args: &[Expr], chunk: &StreamChunk) -> Evaluated {
             )),
         }
     };
-    for i in 0..n {
-        if !chunk.is_visible(i) {
-            out.push_null();
-            continue;
-        }
-        let result: Result<Option<bool>, ExprError> = match func {
+    map_rows(chunk, DataType::Boolean, |i| {
+        let result = match func {
             Func::And | Func::Or => {
+                // Left to right, stopping where the row path stops: at a
+                // failing argument or at the deciding value.
                 let stop = func == Func::Or;
                 let mut saw_null = false;
-                let mut decided = None;
                 for a in &args {
-                    if let Some(e) = a.error(i) {
-                        decided = Some(Err(e.clone()));
-                        break;
-                    }
-                    match as_bool(a, i) {
-                        Err(e) => {
-                            decided = Some(Err(e));
-                            break;
-                        }
-                        Ok(Some(b)) if b == stop => {
-                            decided = Some(Ok(Some(stop)));
-                            break;
-                        }
-                        Ok(Some(_)) => {}
-                        Ok(None) => saw_null = true,
+                    match as_bool(a, i)? {
+                        Some(b) if b == stop => return Ok(Some(ScalarValue::Boolean(stop))),
+                        Some(_) => {}
+                        None => saw_null = true,
                     }
                 }
-                decided.unwrap_or(Ok(if saw_null { None } else { Some(!stop) }))
+                (!saw_null).then_some(!stop)
             }
-            _ => match args.first() {
-                None => Err(ExprError::new(
-                    "XX000",
-                    format!("{} without arguments", func.name()),
-                )),
-                Some(a) => match a.error(i) {
-                    Some(e) => Err(e.clone()),
-                    None => match func {
-                        Func::Not => as_bool(a, i).map(|b| b.map(|b| !b)),
-                        Func::IsNull => Ok(Some(a.column.is_null(i))),
-                        _ => Ok(Some(!a.column.is_null(i))),
-                    },
-                },
-            },
+            _ => {
+                let a = args.first().ok_or_else(|| {
+                    ExprError::new("XX000", format!("{} without arguments", func.name()))
+                })?;
+                if let Some(e) = a.error(i) {
+                    return Err(e.clone());
+                }
+                match func {
+                    Func::Not => as_bool(a, i)?.map(|b| !b),
+                    Func::IsNull => Some(a.column.is_null(i)),
+                    _ => Some(!a.column.is_null(i)),
+                }
+            }
         };
-        match result {
-            Ok(b) => out.push(b.map(ScalarRef::Boolean)),
-            Err(e) => {
-                errors.set(i, e);
-                out.push_null();
-            }
-        }
-    }
-    Evaluated {
-        column: out.finish(),
-        errors: errors.rows,
-    }
+        Ok(result.map(ScalarValue::Boolean))
+    })
 }
 
 #[cfg(test)]

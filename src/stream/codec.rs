@@ -9,7 +9,8 @@
 //! message = version: u8 (2) | kind: u8 | body
 //! kind 1, chunk:   rows: u32 LE | ops: rows × u8 (0 +, 1 -, 2 U-, 3 U+) |
 //!                  columns: u32 LE | column*   (the visible rows only)
-//!   column = type: u8 (0 only NULLs, else 1 + the index in `TYPES`) |
+//!   column = type: u8 (0 only NULLs, else 1 + the type's tag in the
+//!            self-describing encoding of `common::encoding`) |
 //!            nulls: u8 (0 none, 1 a validity bitmap follows) | bitmap |
 //!            values
 //!   bitmap = ceil(rows / 8) bytes, bit i (LSB first) set if row i is valid
@@ -32,6 +33,7 @@ use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, Str
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 
 use super::message::{Barrier, Message};
+use crate::common::encoding::{tag_type, type_tag};
 use crate::common::{Column, DataType, Op, StreamChunk};
 
 const VERSION: u8 = 2;
@@ -101,25 +103,8 @@ fn encode_chunk(buf: &mut Vec<u8>, chunk: &StreamChunk) {
 }
 
 fn type_code(ty: Option<DataType>) -> u8 {
-    match ty {
-        None => 0,
-        Some(t) => 1 + TYPES.iter().position(|x| *x == t).unwrap_or(0) as u8,
-    }
+    ty.map_or(0, |t| 1 + type_tag(t))
 }
-
-const TYPES: [DataType; 11] = [
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::Float32,
-    DataType::Float64,
-    DataType::Decimal,
-    DataType::Varchar,
-    DataType::Boolean,
-    DataType::Date,
-    DataType::Timestamp,
-    DataType::Interval,
-];
 
 fn encode_bits(buf: &mut Vec<u8>, bits: &BooleanBuffer) {
     buf.extend_from_slice(bits.sliced().as_slice());
@@ -236,9 +221,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
     if *code == 0 {
         return Ok(Column::Null(rows));
     }
-    let ty = *TYPES
-        .get(*code as usize - 1)
-        .ok_or_else(|| err(format!("unknown type {code}")))?;
+    let ty = tag_type(code - 1).map_err(|_| err(format!("unknown type {code}")))?;
     let nulls = match take(data, 1)? {
         [0] => None,
         [1] => Some(NullBuffer::new(decode_bits(data, rows)?)),
