@@ -226,6 +226,7 @@ impl Actor {
         // this barrier has processed nothing yet and must not read state
         // (a global aggregate or top-N loads its state at a barrier) before
         // the previous owner's last epoch is readable: it skips this step.
+        let flush_started = std::time::Instant::now();
         for i in 0..self.executors.len() {
             if newly_added {
                 break;
@@ -238,6 +239,14 @@ impl Actor {
                 self.push(i + 1, 0, out).await?;
             }
         }
+        // How long the barrier's own work held it here (state flushes and
+        // the changes they emit): part of every barrier's collection time.
+        tracing::debug!(
+            actor_id = me,
+            epoch = barrier.epoch.curr,
+            flush_ms = flush_started.elapsed().as_secs_f64() * 1000.0,
+            "barrier flushed"
+        );
         // 4. forward
         self.dispatch
             .dispatch_barrier(&barrier, &self.registry)
