@@ -100,10 +100,6 @@ impl StreamChunk {
         &self.columns
     }
 
-    pub fn visibility(&self) -> Option<&BooleanBuffer> {
-        self.visibility.as_ref()
-    }
-
     pub fn into_parts(self) -> (Vec<Op>, Vec<Column>, Option<BooleanBuffer>) {
         (self.ops, self.columns, self.visibility)
     }
@@ -339,21 +335,6 @@ impl StreamChunkBuilder {
         for b in self.columns.iter_mut() {
             b.push(row.next().flatten());
         }
-    }
-
-    /// Append a row of owned values (consumed one by one).
-    pub fn push_values(&mut self, op: Op, row: impl ExactSizeIterator<Item = Datum>) {
-        self.start_row(op, row.len());
-        let mut row = row;
-        for b in self.columns.iter_mut() {
-            let d = row.next().flatten();
-            b.push(datum_ref(&d));
-        }
-    }
-
-    /// The op of the last row appended.
-    pub fn last_op(&self) -> Option<Op> {
-        self.ops.last().copied()
     }
 
     /// The chunk so far; the builder starts over, with the same types.

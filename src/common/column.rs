@@ -282,11 +282,6 @@ impl Column {
             Column::Interval(_) => Column::Interval(out.as_fixed_size_binary().clone()),
         }
     }
-
-    /// Bytes held by the column's buffers.
-    pub fn memory_size(&self) -> usize {
-        self.array().map_or(0, |a| a.get_array_memory_size())
-    }
 }
 
 /// Builds a [`Column`] value by value. Built with a type, or without one,
@@ -402,13 +397,6 @@ impl ColumnBuilder {
                 tracing::error!(value = ?v, "value of the wrong type for its column; stored as NULL");
                 self.push_null();
             }
-        }
-    }
-
-    pub fn push_i64(&mut self, v: i64) {
-        match &mut self.inner {
-            Builder::Int64(b) => b.append_value(v),
-            _ => self.push(Some(ScalarRef::Int64(v))),
         }
     }
 
