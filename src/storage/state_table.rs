@@ -3,8 +3,9 @@
 //! Rows are keyed `table_id | vnode | memcomparable(pk)` where the vnode is
 //! the hash of the row's distribution key. Writes of the current epoch are
 //! buffered and handed to the store by [`StateTable::commit`] when the
-//! barrier closing the epoch arrives. Reads see the buffer, then the actor's
-//! staged epochs, then committed data.
+//! barrier closing the epoch arrives, or earlier, once [`SPILL_WRITES`] are
+//! buffered (so the barrier finds little left to hand over). Reads see the
+//! buffer, then the actor's staged epochs, then committed data.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -48,9 +49,19 @@ pub struct StateTable {
     vnodes: Bitmap,
     /// Writes of the current epoch.
     buffer: WriteBuffer,
+    /// The epoch the buffered writes belong to, once a commit named it
+    /// (before the first barrier the buffer is not spilled).
+    open_epoch: Option<u64>,
+    /// A failed early hand-over, reported by the next commit (the writes
+    /// it took are gone, so the epoch must not commit).
+    spill_failed: Option<super::StorageError>,
 }
 
 type Write = (Vec<u8>, Option<Vec<u8>>);
+
+/// Buffered writes that are handed to the store before the barrier: staged
+/// under the open epoch, they read the same and commit with it.
+pub const SPILL_WRITES: usize = 4096;
 
 /// The writes of one epoch: a sorted map, or, for executors that write at
 /// most once per key in an epoch and hardly read their own writes back
@@ -73,6 +84,10 @@ impl WriteBuffer {
 
     fn is_empty(&self) -> bool {
         self.map.is_empty() && self.log.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.map.len() + self.log.len()
     }
 
     fn get(&self, k: &[u8]) -> Option<&Option<Vec<u8>>> {
@@ -147,6 +162,8 @@ impl StateTable {
             codec,
             vnodes,
             buffer: WriteBuffer::default(),
+            open_epoch: None,
+            spill_failed: None,
         }
     }
 
@@ -197,11 +214,13 @@ impl StateTable {
         let k = self.key(pk);
         let v = self.encode_value(value);
         self.buffer.insert(k, Some(v));
+        self.spill_if_full();
     }
 
     pub fn delete(&mut self, pk: &[Datum]) {
         let k = self.key(pk);
         self.buffer.insert(k, None);
+        self.spill_if_full();
     }
 
     fn key_at(&self, vnode: VirtualNode, pk: &[Datum]) -> Vec<u8> {
@@ -221,11 +240,41 @@ impl StateTable {
         let k = self.key_at(vnode, pk);
         let v = self.encode_value(value);
         self.buffer.insert(k, Some(v));
+        self.spill_if_full();
     }
 
     pub fn delete_at(&mut self, vnode: VirtualNode, pk: &[Datum]) {
         let k = self.key_at(vnode, pk);
         self.buffer.insert(k, None);
+        self.spill_if_full();
+    }
+
+    /// Stage the buffer in the store under the open epoch once it holds
+    /// [`SPILL_WRITES`]. If staging fails, the next commit fails with it.
+    fn spill_if_full(&mut self) {
+        let Some(epoch) = self.open_epoch else {
+            return;
+        };
+        if self.buffer.len() < SPILL_WRITES || self.spill_failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.hand_over(epoch) {
+            self.spill_failed = Some(e);
+        }
+    }
+
+    /// Hand the buffered writes to the store under `epoch`.
+    fn hand_over(&mut self, epoch: u64) -> StorageResult<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let writes: Vec<_> = self
+            .buffer
+            .take_sorted()
+            .into_iter()
+            .map(|(k, v)| (Bytes::from(k), v.map(Bytes::from)))
+            .collect();
+        self.store.ingest(epoch, writes)
     }
 
     pub async fn get_at(&self, vnode: VirtualNode, pk: &[Datum]) -> StorageResult<Option<Row>> {
@@ -279,11 +328,20 @@ impl StateTable {
             .store
             .scan((Bound::Included(start.clone()), end.clone()), true)
             .await?;
+        let buffered = self.buffer.range(start, end);
+        if buffered.is_empty() {
+            let mut out = Vec::with_capacity(stored.len());
+            for (k, v) in stored {
+                let pk = decode_row(&k[6..], &self.pk_types, &self.pk_desc)?;
+                out.push((pk, self.decode_value(&v)?));
+            }
+            return Ok(out);
+        }
         let mut merged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = stored
             .into_iter()
             .map(|(k, v)| (k.to_vec(), Some(v.to_vec())))
             .collect();
-        for (k, v) in self.buffer.range(start, end) {
+        for (k, v) in buffered {
             merged.insert(k, v);
         }
         let mut out = Vec::new();
@@ -344,17 +402,14 @@ impl StateTable {
             .collect()
     }
 
-    /// Hand this epoch's writes to the store.
-    pub fn commit(&mut self, epoch: u64) -> StorageResult<Committed> {
-        if !self.buffer.is_empty() {
-            let writes = self
-                .buffer
-                .take_sorted()
-                .into_iter()
-                .map(|(k, v)| (Bytes::from(k), v.map(Bytes::from)))
-                .collect();
-            self.store.ingest(epoch, writes)?;
+    /// Hand epoch `epoch`'s writes to the store; the writes that follow
+    /// belong to `next` (the barrier's `prev` and `curr`).
+    pub fn commit(&mut self, epoch: u64, next: u64) -> StorageResult<Committed> {
+        if let Some(e) = self.spill_failed.take() {
+            return Err(e);
         }
+        self.hand_over(epoch)?;
+        self.open_epoch = Some(next);
         Ok(Committed)
     }
 
@@ -429,7 +484,7 @@ mod tests {
         let rows = t.scan_prefix(&[i(1)]).await.unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].0, vec![i(1), i(1)]);
-        let _ = t.commit(1).unwrap();
+        let _ = t.commit(1, 2).unwrap();
         assert_eq!(t.get(&[i(2), i(1)]).await.unwrap(), Some(vec![i(2), i(1)]));
         t.delete(&[i(1), i(1)]);
         assert_eq!(t.scan_prefix(&[i(1)]).await.unwrap().len(), 1);
@@ -472,11 +527,46 @@ mod tests {
                 (vec![i(1), i(2)], vec![i(1), i(2)])
             ]
         );
-        let _ = t.commit(1).unwrap();
+        let _ = t.commit(1, 2).unwrap();
         mem.commit(1);
         let stored = scan_table_committed(&*store.snapshot(), 8, &[DataType::Int64; 2], None)
             .await
             .unwrap();
         assert_eq!(stored, vec![vec![i(1), i(11)], vec![i(1), i(2)]]);
+    }
+
+    #[tokio::test]
+    async fn spilled_writes_read_and_commit_like_buffered_ones() {
+        let mem = Arc::new(MemoryStateStore::new());
+        let store: Arc<dyn StateStore> = mem.clone();
+        let mut t = two_ints(9, &store);
+        let n = SPILL_WRITES as i64 + 10;
+        // Before the first commit the epoch is unknown: nothing is staged.
+        for k in 0..n {
+            t.put(&[i(0), i(k)], &[i(0), i(k)]);
+        }
+        let first = t.key(&[i(0), i(0)]);
+        assert_eq!(store.get(&first, true).await.unwrap(), None);
+        let _ = t.commit(1, 2).unwrap();
+        // Epoch 2: the first SPILL_WRITES writes are staged early, under 2.
+        for k in 0..n {
+            t.put(&[i(1), i(k)], &[i(1), i(k)]);
+        }
+        let spilled = t.key(&[i(1), i(0)]);
+        assert!(store.get(&spilled, true).await.unwrap().is_some());
+        // Later writes of the epoch win over the staged ones.
+        t.put(&[i(1), i(0)], &[i(1), i(-1)]);
+        t.delete(&[i(1), i(1)]);
+        assert_eq!(t.get(&[i(1), i(0)]).await.unwrap(), Some(vec![i(1), i(-1)]));
+        assert_eq!(t.get(&[i(1), i(1)]).await.unwrap(), None);
+        assert_eq!(t.scan_prefix(&[i(1)]).await.unwrap().len(), n as usize - 1);
+        let _ = t.commit(2, 3).unwrap();
+        mem.commit(2);
+        let stored = scan_table_committed(&*store.snapshot(), 9, &[DataType::Int64; 2], None)
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), 2 * n as usize - 1);
+        assert!(stored.contains(&vec![i(1), i(-1)]));
+        assert!(!stored.contains(&vec![i(1), i(1)]));
     }
 }

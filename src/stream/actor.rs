@@ -42,6 +42,10 @@ pub enum ActorInput {
     },
 }
 
+/// How long an actor works through ready input before it lets other tasks
+/// run on its worker thread.
+const TIME_SLICE: std::time::Duration = std::time::Duration::from_millis(1);
+
 pub struct Actor {
     pub actor_id: ActorId,
     pub fragment_id: FragmentId,
@@ -124,13 +128,25 @@ impl Actor {
     }
 
     async fn run_inner(&mut self) -> StreamResult<()> {
+        let mut slice = std::time::Instant::now();
         loop {
             let (input, msg) = self.next_input().await?;
             if self.panic.load(std::sync::atomic::Ordering::Relaxed) {
                 panic!("actor {}: its compute node panicked", self.actor_id);
             }
             match msg {
-                Message::Chunk(chunk) => self.push(0, input, vec![chunk]).await?,
+                Message::Chunk(chunk) => {
+                    self.push(0, input, vec![chunk]).await?;
+                    // An actor whose input is always ready would keep its
+                    // worker thread until tokio's budget of 128 channel
+                    // reads runs out (tens of ms of work): other actors,
+                    // and the barrier they pass on, wait that long. Give
+                    // the thread up after each time slice instead.
+                    if slice.elapsed() >= TIME_SLICE {
+                        tokio::task::yield_now().await;
+                        slice = std::time::Instant::now();
+                    }
+                }
                 Message::Barrier(barrier) => {
                     if self.handle_barrier(barrier).await? {
                         return Ok(());
@@ -219,7 +235,7 @@ impl Actor {
             }
             if !newly_added {
                 reader.load().await?;
-                reader.commit(barrier.epoch.prev)?;
+                reader.commit(barrier.epoch.prev, barrier.epoch.curr)?;
             }
         }
         // 3. executors flush and commit, in chain order. An actor added by
@@ -261,7 +277,7 @@ impl Actor {
         // 5. new vnodes: their state was last written by another actor
         if let Some(bitmap) = barrier.new_bitmap(me) {
             for ex in &mut self.executors {
-                ex.update_vnodes(bitmap);
+                ex.update_vnodes(bitmap).await;
             }
             wait_committed(&mut self.readable, barrier.epoch.prev).await?;
             if let ActorInput::Source { reader, .. } = &mut self.input {

@@ -1,7 +1,8 @@
 //! Hash aggregation with retraction.
 //!
 //! Keeps, per group, the row count and one accumulator per call; emits the
-//! changed group results once per barrier (a group that appears is an
+//! changed group results once per barrier, or earlier once
+//! [`EARLY_FLUSH_GROUPS`] groups changed (a group that appears is an
 //! insert, one that changes an update, one whose rows are all retracted a
 //! delete). Without GROUP BY there is exactly one group, whose row exists
 //! from the first barrier on, as in SQL (`count(*)` of nothing is 0).
@@ -12,8 +13,8 @@
 //! to the store once per epoch in which it changed. A group's previous result is not kept: it is
 //! computed when the group first changes in an epoch. When the state table
 //! is empty as the actor starts (a new job), every group it meets is new and
-//! a miss never reads the store; the vnodes it gains in a scale are read on
-//! a miss, as after a recovery.
+//! a miss never reads the store. A vnode it gains in a scale (or every
+//! vnode, after a recovery) is read whole, in one scan, at its first miss.
 
 mod groups;
 
@@ -27,6 +28,17 @@ use crate::expr::AggCall;
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::{StreamError, StreamResult};
+
+/// Dirty groups that are flushed before the barrier comes: their state is
+/// written and their changes emitted mid-epoch, so that the barrier finds
+/// at most this many left to flush. A workload with fewer groups flushes
+/// once per epoch, and one with many more groups changes each about once
+/// per epoch anyway, so the early flush adds little output.
+const EARLY_FLUSH_GROUPS: usize = 4096;
+
+/// Groups looked at between two yields when a scale drops those of the
+/// vnodes given away.
+const RETAIN_SLICE: usize = 16 * 1024;
 
 pub struct HashAggExecutor {
     group_by: Vec<usize>,
@@ -87,6 +99,27 @@ impl HashAggExecutor {
         Ok(g)
     }
 
+    /// Read every stored group of `vnode` into memory: at the first miss
+    /// there after a scale gave the vnode to this actor, or after a
+    /// recovery. One scan costs far less than a point read per group, and
+    /// afterwards a miss in the vnode is a new group.
+    async fn load_vnode(&mut self, vnode: crate::common::VirtualNode) -> StreamResult<()> {
+        let cols: Vec<usize> = (0..self.group_by.len()).collect();
+        for (key, saved) in self.table.scan_vnode(vnode).await? {
+            let hash = self.groups.hash_row(&key, &cols);
+            if self.groups.find_row(hash, &key).is_some() {
+                continue;
+            }
+            let g = self.groups.insert(hash, key);
+            decode_state(&saved, &mut self.groups, g)?;
+            self.groups.flags[g] |= STORED;
+        }
+        if let Some(c) = &mut self.complete {
+            c.set(vnode, true);
+        }
+        Ok(())
+    }
+
     /// Note group `g`'s first change of the epoch, with the result the
     /// downstream holds for it until then.
     fn mark_dirty(&mut self, g: usize) -> StreamResult<()> {
@@ -97,6 +130,42 @@ impl HashAggExecutor {
         };
         self.groups.flags[g] |= DIRTY;
         self.dirty.push((g as u32, before));
+        Ok(())
+    }
+
+    /// Write the dirty groups' state and emit their changes.
+    fn flush_dirty(&mut self, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
+        let global = self.global();
+        let mut builder = ChunkBuilder::new();
+        let mut gone = Vec::new();
+        for (g, old) in std::mem::take(&mut self.dirty) {
+            let g = g as usize;
+            self.groups.flags[g] &= !DIRTY;
+            let new = output_of(global, &self.groups, g)?;
+            if self.groups.row_counts[g] == 0 && !global {
+                self.table.delete(self.groups.key(g));
+                gone.push(g);
+            } else {
+                self.table
+                    .put(self.groups.key(g), &encode_state(&self.groups, g));
+                self.groups.flags[g] |= STORED;
+            }
+            match (old, new) {
+                (None, Some(n)) => builder.push(Op::Insert, n, out),
+                (Some(o), None) => builder.push(Op::Delete, o, out),
+                (Some(o), Some(n)) if o != n => {
+                    builder.push(Op::UpdateDelete, o, out);
+                    builder.push(Op::UpdateInsert, n, out);
+                }
+                _ => {}
+            }
+        }
+        // Highest number first: a removal moves the last group down.
+        gone.sort_unstable_by(|a, b| b.cmp(a));
+        for g in gone {
+            self.groups.remove(g);
+        }
+        builder.finish(out);
         Ok(())
     }
 }
@@ -159,7 +228,7 @@ impl Executor for HashAggExecutor {
         &mut self,
         _input: usize,
         chunk: StreamChunk,
-        _out: &mut Vec<StreamChunk>,
+        out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
         if self.complete.is_none() {
             self.complete = Some(if self.table.is_empty().await? {
@@ -182,11 +251,14 @@ impl Executor for HashAggExecutor {
                 }
                 None => {
                     let key: Row = self.group_by.iter().map(|&c| columns[c].datum(i)).collect();
-                    let complete = self
-                        .complete
-                        .as_ref()
-                        .is_some_and(|c| c.contains(self.table.vnode_of_pk(&key)));
-                    let g = self.add_group(hash, key, !complete).await?;
+                    let vnode = self.table.vnode_of_pk(&key);
+                    if !self.complete.as_ref().is_some_and(|c| c.contains(vnode)) {
+                        self.load_vnode(vnode).await?;
+                    }
+                    let g = match self.groups.find_at(hash, columns, &self.group_by, i) {
+                        Some(g) => g,
+                        None => self.groups.insert(hash, key),
+                    };
                     self.mark_dirty(g)?;
                     g
                 }
@@ -203,6 +275,9 @@ impl Executor for HashAggExecutor {
                     tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "aggregate update failed; row ignored by this aggregate");
                 }
             }
+        }
+        if self.dirty.len() >= EARLY_FLUSH_GROUPS {
+            self.flush_dirty(out)?;
         }
         Ok(())
     }
@@ -222,49 +297,30 @@ impl Executor for HashAggExecutor {
                 self.dirty.push((g as u32, None));
             }
         }
-        let mut builder = ChunkBuilder::new();
-        let mut gone = Vec::new();
-        for (g, old) in std::mem::take(&mut self.dirty) {
-            let g = g as usize;
-            self.groups.flags[g] &= !DIRTY;
-            let new = output_of(global, &self.groups, g)?;
-            if self.groups.row_counts[g] == 0 && !global {
-                self.table.delete(self.groups.key(g));
-                gone.push(g);
-            } else {
-                self.table
-                    .put(self.groups.key(g), &encode_state(&self.groups, g));
-                self.groups.flags[g] |= STORED;
-            }
-            match (old, new) {
-                (None, Some(n)) => builder.push(Op::Insert, n, out),
-                (Some(o), None) => builder.push(Op::Delete, o, out),
-                (Some(o), Some(n)) if o != n => {
-                    builder.push(Op::UpdateDelete, o, out);
-                    builder.push(Op::UpdateInsert, n, out);
-                }
-                _ => {}
-            }
-        }
-        // Highest number first: a removal moves the last group down.
-        gone.sort_unstable_by(|a, b| b.cmp(a));
-        for g in gone {
-            self.groups.remove(g);
-        }
-        builder.finish(out);
-        let _committed = self.table.commit(barrier.epoch.prev)?;
+        self.flush_dirty(out)?;
+        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         let (bytes, groups) = (self.groups.allocated_bytes(), self.groups.len());
         self.report_cache(bytes as i64, groups as i64);
         Ok(())
     }
 
-    fn update_vnodes(&mut self, new: &Bitmap) {
+    async fn update_vnodes(&mut self, new: &Bitmap) {
         self.table.update_vnodes(new.clone());
         // Groups of the vnodes kept stay cached (this actor alone wrote
         // them); the vnodes gained are read from the store on a miss.
         debug_assert!(self.dirty.is_empty(), "a scale comes after a barrier");
+        // In slices, letting the other actors run in between: until the
+        // new actors have the barrier the job is paused, and on a small
+        // machine this actor's slices and theirs share the cores.
         let dist: Vec<usize> = (0..self.group_by.len()).collect();
-        self.groups.retain(|k| new.contains(vnode_of(k, &dist)));
+        let mut below = self.groups.len();
+        while below > 0 {
+            below = self
+                .groups
+                .retain_below(below, RETAIN_SLICE, |k| new.contains(vnode_of(k, &dist)));
+            tokio::task::yield_now().await;
+        }
+        self.groups.shrink_if_sparse();
         if let Some(c) = &mut self.complete {
             *c = Bitmap::from_vnodes(c.iter().filter(|v| new.contains(*v)));
         }
@@ -359,5 +415,75 @@ mod tests {
         .unwrap();
         agg.process_barrier(&barrier(3), &mut out).await.unwrap();
         assert_eq!(pretty(&out), vec!["U- 0 .", "U+ 2 10"]);
+    }
+
+    fn count_star() -> Vec<AggCall> {
+        vec![call(AggKind::CountStar, None, DataType::Int64)]
+    }
+
+    fn keys(ks: impl Iterator<Item = i64>) -> StreamChunk {
+        StreamChunk::inserts(ks.map(|k| vec![Some(ScalarValue::Int64(k))]).collect())
+    }
+
+    #[tokio::test]
+    async fn many_changed_groups_are_flushed_before_the_barrier() {
+        let s = store();
+        let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
+        let mut agg = HashAggExecutor::new(vec![0], count_star(), t, 0);
+        let n = EARLY_FLUSH_GROUPS as i64 + 100;
+        let mut out = vec![];
+        agg.process_chunk(0, keys(0..100), &mut out).await.unwrap();
+        assert!(out.is_empty());
+        // The chunk that takes the changed groups past the bound flushes.
+        agg.process_chunk(0, keys(100..n), &mut out).await.unwrap();
+        let early: usize = out.iter().map(StreamChunk::len).sum();
+        assert_eq!(early, n as usize);
+        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let all = pretty(&out);
+        assert_eq!(all.len(), n as usize);
+        assert!(all.iter().all(|l| l.starts_with("+ ") && l.ends_with(" 1")));
+        // A group changed again after its early flush: an update of the
+        // result emitted earlier in the same epoch.
+        s.commit(1);
+        out.clear();
+        agg.process_chunk(0, keys(0..n), &mut out).await.unwrap();
+        agg.process_chunk(0, keys(0..1), &mut out).await.unwrap();
+        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let got = pretty(&out);
+        assert!(got.contains(&"U- 0 1".to_string()));
+        assert!(got.contains(&"U+ 0 2".to_string()) && got.contains(&"U+ 0 3".to_string()));
+        assert_eq!(got.len(), 2 * n as usize + 2);
+    }
+
+    #[tokio::test]
+    async fn a_vnode_is_read_whole_at_its_first_miss() {
+        let s = store();
+        let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
+        let mut agg = HashAggExecutor::new(vec![0], count_star(), t, 0);
+        let mut out = vec![];
+        agg.process_chunk(0, keys(0..1000), &mut out).await.unwrap();
+        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        s.commit(1);
+        // A new executor over the stored groups (a recovery, or a scale
+        // that gave it every vnode).
+        let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
+        let in_vnode = (0..1000)
+            .filter(|&k| {
+                t.vnode_of_pk(&[Some(ScalarValue::Int64(k))])
+                    == t.vnode_of_pk(&[Some(ScalarValue::Int64(7))])
+            })
+            .count();
+        assert!(in_vnode > 1);
+        let mut agg = HashAggExecutor::new(vec![0], count_star(), t, 0);
+        out.clear();
+        agg.process_chunk(0, keys(7..8), &mut out).await.unwrap();
+        assert_eq!(agg.groups.len(), in_vnode);
+        agg.process_chunk(0, keys(1000..1001), &mut out)
+            .await
+            .unwrap();
+        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let mut got = pretty(&out);
+        got.sort();
+        assert_eq!(got, vec!["+ 1000 1", "U+ 7 2", "U- 7 1"]);
     }
 }

@@ -270,12 +270,12 @@ impl Executor for HashJoinExecutor {
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
         for s in &mut self.sides {
-            let _committed = s.table.commit(barrier.epoch.prev)?;
+            let _committed = s.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         }
         Ok(())
     }
 
-    fn update_vnodes(&mut self, new: &Bitmap) {
+    async fn update_vnodes(&mut self, new: &Bitmap) {
         for s in &mut self.sides {
             let subset = new.is_subset_of(s.table.vnodes());
             s.table.update_vnodes(new.clone());

@@ -148,11 +148,11 @@ impl Executor for MaterializeExecutor {
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        let _committed = self.table.commit(barrier.epoch.prev)?;
+        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         Ok(())
     }
 
-    fn update_vnodes(&mut self, new: &Bitmap) {
+    async fn update_vnodes(&mut self, new: &Bitmap) {
         self.table.update_vnodes(new.clone());
     }
 }

@@ -62,7 +62,7 @@ pub trait Executor: Send {
     /// After the barrier was forwarded: take a new vnode bitmap. Drop cached
     /// state of vnodes no longer owned (all of it if `new` is not a subset
     /// of the old set).
-    fn update_vnodes(&mut self, new: &Bitmap) {
+    async fn update_vnodes(&mut self, new: &Bitmap) {
         let _ = new;
     }
 }

@@ -283,7 +283,9 @@ impl Executor for StreamScanExecutor {
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
         if let Some(b) = &mut self.backfill {
-            let _committed = b.progress_table.commit(barrier.epoch.prev)?;
+            let _committed = b
+                .progress_table
+                .commit(barrier.epoch.prev, barrier.epoch.curr)?;
         }
         Ok(())
     }
@@ -304,7 +306,7 @@ impl Executor for StreamScanExecutor {
         b.next_slice(&self.vnodes, out).await
     }
 
-    fn update_vnodes(&mut self, new: &Bitmap) {
+    async fn update_vnodes(&mut self, new: &Bitmap) {
         self.vnodes = new.clone();
         if let Some(b) = &mut self.backfill {
             b.progress_table.update_vnodes(new.clone());

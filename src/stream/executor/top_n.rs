@@ -155,7 +155,7 @@ impl Executor for TopNExecutor {
             b.finish(out);
             self.emitted = new;
         }
-        let _committed = self.table.commit(barrier.epoch.prev)?;
+        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         Ok(())
     }
 }

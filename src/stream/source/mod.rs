@@ -403,8 +403,9 @@ impl SourceReader {
         }
     }
 
-    /// Save the splits' progress at the epoch the barrier closes.
-    pub fn commit(&mut self, epoch: u64) -> StorageResult<()> {
+    /// Save the splits' progress at the epoch the barrier closes; `next`
+    /// is the epoch it opens.
+    pub fn commit(&mut self, epoch: u64, next: u64) -> StorageResult<()> {
         for split in &self.splits {
             match self.layout {
                 Layout::Single => self
@@ -421,7 +422,7 @@ impl SourceReader {
                 ),
             }
         }
-        let _committed = self.state.commit(epoch)?;
+        let _committed = self.state.commit(epoch, next)?;
         self.prev_epoch_rows = std::mem::take(&mut self.epoch_rows);
         self.uncommitted = Some(epoch);
         Ok(())
@@ -476,7 +477,7 @@ mod tests {
         for _ in 0..3 {
             r.next_chunk();
         }
-        r.commit(5).unwrap(); // epoch 5 has 3000 rows, not yet committed
+        r.commit(5, 6).unwrap(); // epoch 5 has 3000 rows, not yet committed
         for _ in 0..3 {
             assert!(!r.throttled(4));
             r.next_chunk();
@@ -484,7 +485,7 @@ mod tests {
         assert!(r.throttled(4), "as many rows as the uncommitted epoch");
         assert!(!r.throttled(5), "released by the commit");
         r.next_chunk();
-        r.commit(6).unwrap(); // 4000 rows
+        r.commit(6, 7).unwrap(); // 4000 rows
         for _ in 0..4 {
             assert!(!r.throttled(5));
             r.next_chunk();
@@ -497,7 +498,7 @@ mod tests {
     #[tokio::test]
     async fn a_small_epoch_still_lets_one_batch_through() {
         let mut r = reader(100).await; // batches of 5
-        r.commit(1).unwrap(); // an empty epoch
+        r.commit(1, 2).unwrap(); // an empty epoch
         assert!(!r.throttled(0));
         r.next_chunk();
         assert!(r.throttled(0));
@@ -525,8 +526,8 @@ mod tests {
                 seen.extend(r.next_chunk().rows().map(|(_, row)| row[0].clone()));
             }
         }
-        a.commit(1).unwrap();
-        b.commit(1).unwrap();
+        a.commit(1, 2).unwrap();
+        b.commit(1, 2).unwrap();
         let mut c = SourceReader::new(d, state(&store, Bitmap::full()));
         c.load().await.unwrap();
         while c.is_active() {

@@ -119,6 +119,19 @@ impl Groups {
             .map(|&g| g as usize)
     }
 
+    /// The group whose key is `key`, given its hash.
+    pub fn find_row(&self, hash: u64, key: &[Datum]) -> Option<usize> {
+        let w = self.width;
+        self.index
+            .find(hash, |&g| {
+                let have = &self.keys[g as usize * w..(g as usize + 1) * w];
+                have.iter()
+                    .zip(key)
+                    .all(|(a, b)| datum_ref(a) == datum_ref(b))
+            })
+            .map(|&g| g as usize)
+    }
+
     /// Add an empty group with this key (of `hash`); its number.
     pub fn insert(&mut self, hash: u64, key: Row) -> usize {
         debug_assert_eq!(key.len(), self.width);
@@ -166,14 +179,28 @@ impl Groups {
         }
     }
 
-    /// Keep only the groups whose key passes `keep`.
-    pub fn retain(&mut self, mut keep: impl FnMut(&[Datum]) -> bool) {
-        // Downwards, so the group moved into a freed number was kept.
-        for g in (0..self.len()).rev() {
+    /// Keep only those of the groups numbered `below - n .. below` whose
+    /// key passes `keep`; returns where the next call continues (0 when
+    /// every group was looked at). Start at `len()`: groups are looked at
+    /// downwards, so the group a removal moves into a freed number was
+    /// already kept.
+    pub fn retain_below(
+        &mut self,
+        below: usize,
+        n: usize,
+        mut keep: impl FnMut(&[Datum]) -> bool,
+    ) -> usize {
+        let from = below.saturating_sub(n);
+        for g in (from..below.min(self.len())).rev() {
             if !keep(self.key(g)) {
                 self.remove(g);
             }
         }
+        from
+    }
+
+    /// Give memory back once at most a quarter of it is used.
+    pub fn shrink_if_sparse(&mut self) {
         if self.len() < self.row_counts.capacity() / 4 {
             self.shrink_to_fit();
         }
@@ -261,7 +288,14 @@ mod tests {
         groups.remove(lookup(&groups, 10).expect("group 10"));
         assert_eq!(lookup(&groups, 10), None);
         assert_eq!(groups.len(), 99);
-        groups.retain(|key| key[0].as_ref().and_then(|v| v.as_i64()) < Some(50));
+        // In slices of 7, as a scale does.
+        let mut below = groups.len();
+        while below > 0 {
+            below = groups.retain_below(below, 7, |key| {
+                key[0].as_ref().and_then(|v| v.as_i64()) < Some(50)
+            });
+        }
+        groups.shrink_if_sparse();
         assert_eq!(groups.len(), 49);
         for k in 0..100 {
             let found = lookup(&groups, k);
