@@ -71,7 +71,7 @@ impl ComputeClient for Unconnected {
     fn local_sender(
         &self,
         _actor: crate::stream::message::ActorId,
-    ) -> Option<tokio::sync::mpsc::Sender<crate::stream::message::Message>> {
+    ) -> Option<crate::stream::channel::Sender> {
         None
     }
     fn forget_actors(&self, _ids: &[crate::stream::message::ActorId]) {}

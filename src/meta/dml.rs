@@ -5,8 +5,6 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
 use super::catalog::TableId;
 use super::service::Meta;
 use super::{MetaError, MetaResult};
@@ -22,7 +20,7 @@ const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 pub struct TableRoute {
     pub pk: Vec<usize>,
     pub mapping: Vec<ActorId>,
-    pub senders: HashMap<ActorId, mpsc::Sender<Message>>,
+    pub senders: HashMap<ActorId, crate::stream::channel::Sender>,
     /// Generates hidden row ids (tables without primary key).
     pub row_id_col: Option<usize>,
 }

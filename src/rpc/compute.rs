@@ -29,7 +29,7 @@ use crate::stream::compute_node::{
     ActorLocations, ComputeClient, ComputeNode, NodeServices, WorkerId,
 };
 use crate::stream::exchange::{ExchangeRegistry, RemoteOutputs};
-use crate::stream::message::{ActorId, Message};
+use crate::stream::message::ActorId;
 
 /// The largest message a process accepts (a big plan, a big batch).
 pub const MAX_MESSAGE: usize = 256 << 20;
@@ -75,7 +75,7 @@ impl Inbound for Shared {
         generation: u64,
         up: ActorId,
         down: ActorId,
-    ) -> Option<mpsc::Sender<Message>> {
+    ) -> Option<crate::stream::channel::Sender> {
         if up == INJECT {
             if generation != self.registry.generation() {
                 return None;
@@ -88,7 +88,7 @@ impl Inbound for Shared {
 }
 
 impl RemoteOutputs for Shared {
-    fn sender(&self, up: ActorId, down: ActorId) -> Option<mpsc::Sender<Message>> {
+    fn sender(&self, up: ActorId, down: ActorId) -> Option<crate::stream::channel::Sender> {
         let me = self.worker_id.load(Ordering::SeqCst);
         let address = {
             let loc = self.locations.read();

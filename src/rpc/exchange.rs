@@ -6,10 +6,11 @@
 //! sent in full the first time an epoch crosses the stream and as a
 //! reference to it after that.
 //!
-//! Back-pressure is per pair, by credits: the sender holds
-//! [`CREDITS_PER_PAIR`] permits per pair and spends one per message; the
-//! receiver queues a message without waiting and returns its credit once
-//! the message is in the actor's channel. So a slow actor bounds what waits
+//! Back-pressure is per pair, by credits counted in rows: the sender holds
+//! [`CREDIT_ROWS_PER_PAIR`] credits per pair and spends one per row of a
+//! chunk (as the local channels do, see [`crate::stream::channel`]; a
+//! barrier takes none); the receiver queues a message without waiting and
+//! returns its credits once the message is in the actor's channel. So a slow actor bounds what waits
 //! for it and never stops the stream (HTTP/2's own flow control never
 //! fills up behind it, which would stall every other pair of the
 //! connection).
@@ -34,16 +35,16 @@ use super::pb::exchange_client::ExchangeClient;
 use super::pb::exchange_frame::Body;
 use super::pb::{Credit, CreditBatch, ExchangeBatch, ExchangeFrame};
 use super::ClusterSecret;
+use crate::stream::channel::{self as row_channel, credits_of, Sender, CHANNEL_ROWS};
 use crate::stream::codec::{decode_message, encode_message};
-use crate::stream::exchange::CHANNEL_CAPACITY;
 use crate::stream::message::{ActorId, Barrier, Message};
 
 /// The upstream id of a source actor's own channel: meta sends DML and
 /// barriers to a compute process as the pair (`INJECT`, source actor).
 pub const INJECT: ActorId = ActorId::MAX;
 
-/// Messages a sender may have in flight per actor pair.
-pub const CREDITS_PER_PAIR: usize = 16;
+/// Rows a sender may have in flight on the network per actor pair.
+pub const CREDIT_ROWS_PER_PAIR: u32 = 4096;
 
 /// Most frames in one gRPC message.
 const MAX_BATCH: usize = 256;
@@ -90,7 +91,7 @@ impl ExchangeSender {
         up: ActorId,
         down: ActorId,
         on_close: Option<Arc<dyn Fn() + Send + Sync>>,
-    ) -> mpsc::Sender<Message> {
+    ) -> Sender {
         let stream = {
             let mut st = self.state.lock();
             let generation = st.generation;
@@ -182,7 +183,7 @@ impl OutStream {
                     let sems = self.credits.lock();
                     for c in batch.credits {
                         if let Some(s) = sems.get(&(c.up, c.down)) {
-                            s.add_permits(c.messages as usize);
+                            s.add_permits(c.rows as usize);
                         }
                     }
                 }
@@ -202,9 +203,9 @@ impl OutStream {
         }
     }
 
-    fn pair(self: &Arc<Self>, up: ActorId, down: ActorId) -> mpsc::Sender<Message> {
-        let (tx, mut rx) = mpsc::channel::<Message>(CHANNEL_CAPACITY);
-        let sem = Arc::new(Semaphore::new(CREDITS_PER_PAIR));
+    fn pair(self: &Arc<Self>, up: ActorId, down: ActorId) -> Sender {
+        let (tx, mut rx) = row_channel::channel(CHANNEL_ROWS);
+        let sem = Arc::new(Semaphore::new(CREDIT_ROWS_PER_PAIR as usize));
         if self.closed.load(Ordering::SeqCst) {
             sem.close();
         }
@@ -212,9 +213,12 @@ impl OutStream {
         let frames = self.frames.clone();
         tokio::spawn(async move {
             while let Some(m) = rx.recv().await {
-                match sem.acquire().await {
-                    Ok(p) => p.forget(),
-                    Err(_) => break,
+                let n = credits_of(&m, CREDIT_ROWS_PER_PAIR);
+                if n > 0 {
+                    match sem.acquire_many(n).await {
+                        Ok(p) => p.forget(),
+                        Err(_) => break,
+                    }
                 }
                 if frames.send((up, down, m)).is_err() {
                     break;
@@ -265,8 +269,7 @@ pub trait Inbound: Send + Sync + 'static {
     /// The channel of the pair `up → down` in `generation` (`up` is
     /// [`INJECT`] for a source actor's own channel); `None` if there is
     /// none (a stale generation, an actor that is gone).
-    fn channel(&self, generation: u64, up: ActorId, down: ActorId)
-        -> Option<mpsc::Sender<Message>>;
+    fn channel(&self, generation: u64, up: ActorId, down: ActorId) -> Option<Sender>;
 }
 
 /// The `Exchange` service of a process.
@@ -323,7 +326,7 @@ fn merge_credits(cs: Vec<Credit>) -> Vec<Credit> {
     let mut out: Vec<Credit> = Vec::new();
     for c in cs {
         match out.iter_mut().find(|o| o.up == c.up && o.down == c.down) {
-            Some(o) => o.messages += c.messages,
+            Some(o) => o.rows += c.rows,
             None => out.push(c),
         }
     }
@@ -386,20 +389,19 @@ async fn receive<T: Inbound>(
 fn deliverer(
     up: ActorId,
     down: ActorId,
-    out: mpsc::Sender<Message>,
+    out: Sender,
     credits: mpsc::UnboundedSender<Credit>,
 ) -> mpsc::UnboundedSender<Message> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Some(m) = rx.recv().await {
+            let rows = credits_of(&m, CREDIT_ROWS_PER_PAIR);
             if out.send(m).await.is_err() {
                 break;
             }
-            let _ = credits.send(Credit {
-                up,
-                down,
-                messages: 1,
-            });
+            if rows > 0 {
+                let _ = credits.send(Credit { up, down, rows });
+            }
         }
     });
     tx

@@ -33,7 +33,7 @@ use crate::storage::{SstInfo, StorageError, StorageResult};
 use crate::stream::actor::ComputeEvent;
 use crate::stream::build::ActorDesc;
 use crate::stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
-use crate::stream::message::{ActorId, Message};
+use crate::stream::message::ActorId;
 
 type Client = PbClient<InterceptedService<Channel, ClusterSecret>>;
 
@@ -58,7 +58,7 @@ pub struct RemoteCompute {
     broken: Arc<AtomicBool>,
     killed: AtomicBool,
     /// Source actors' channels, made at first use.
-    senders: Mutex<HashMap<ActorId, mpsc::Sender<Message>>>,
+    senders: Mutex<HashMap<ActorId, crate::stream::channel::Sender>>,
     /// Actors built there and not forgotten.
     actors: Mutex<std::collections::HashSet<ActorId>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -209,7 +209,7 @@ impl ComputeClient for RemoteCompute {
         Ok(())
     }
 
-    fn local_sender(&self, actor: ActorId) -> Option<mpsc::Sender<Message>> {
+    fn local_sender(&self, actor: ActorId) -> Option<crate::stream::channel::Sender> {
         if self.killed.load(Ordering::SeqCst) {
             return None;
         }

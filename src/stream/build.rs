@@ -17,7 +17,7 @@ use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
 use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
 use super::executor::Executor;
-use super::message::{ActorId, DispatcherDesc, FragmentId, Message};
+use super::message::{ActorId, DispatcherDesc, FragmentId};
 use super::source::datagen::DatagenDesc;
 use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use crate::common::order::{JoinKind, OrderKey};
@@ -207,7 +207,7 @@ pub struct BuildContext {
 pub fn build_actor(
     desc: &ActorDesc,
     ctx: &BuildContext,
-    local_rx: Option<mpsc::Receiver<Message>>,
+    local_rx: Option<super::channel::Receiver>,
 ) -> Actor {
     let me = desc.actor_id;
     let mut inputs = merge_inputs(&ctx.registry, me, &desc.inputs);

@@ -19,7 +19,8 @@ use tokio::task::JoinHandle;
 
 use super::actor::ComputeEvent;
 use super::build::{build_actor, ActorDesc, BuildContext, SourceDesc};
-use super::exchange::{ExchangeRegistry, CHANNEL_CAPACITY};
+use super::channel::{self, Sender, CHANNEL_ROWS};
+use super::exchange::ExchangeRegistry;
 use super::message::{ActorId, Barrier, Message};
 use crate::storage::{SstInfo, StateStore, StorageResult};
 
@@ -63,7 +64,7 @@ pub trait ComputeClient: Send + Sync + 'static {
     /// Build and start actors; each waits for its first barrier.
     async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String>;
     /// The channel of a source actor (DML and barriers), kept in order.
-    fn local_sender(&self, actor: ActorId) -> Option<mpsc::Sender<Message>>;
+    fn local_sender(&self, actor: ActorId) -> Option<Sender>;
     /// Inject `barrier` into the given source actors of this node.
     async fn inject_barrier(&self, barrier: &Barrier, actors: &[ActorId]) {
         let senders: Vec<_> = actors
@@ -112,7 +113,7 @@ pub struct ActorLocations {
 struct ActorHandle {
     join: JoinHandle<()>,
     /// Barrier injection and DML (source actors only).
-    local_tx: Option<mpsc::Sender<Message>>,
+    local_tx: Option<Sender>,
 }
 
 pub struct ComputeNode {
@@ -209,7 +210,7 @@ impl ComputeClient for ComputeNode {
             let (local_tx, local_rx) = match desc.source {
                 SourceDesc::None => (None, None),
                 _ => {
-                    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+                    let (tx, rx) = channel::channel(CHANNEL_ROWS);
                     (Some(tx), Some(rx))
                 }
             };
@@ -221,7 +222,7 @@ impl ComputeClient for ComputeNode {
     }
 
     /// The local channel of a source actor (for DML and barriers).
-    fn local_sender(&self, actor: ActorId) -> Option<mpsc::Sender<Message>> {
+    fn local_sender(&self, actor: ActorId) -> Option<Sender> {
         self.actors
             .lock()
             .get(&actor)

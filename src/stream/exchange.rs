@@ -7,8 +7,8 @@ use std::task::Poll;
 
 use arrow_buffer::BooleanBufferBuilder;
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
 
+use super::channel::{self, Receiver, Sender, CHANNEL_ROWS};
 use super::message::{
     ActorId, Barrier, DispatcherDesc, DispatcherKind, FragmentId, Message, Mutation,
 };
@@ -16,20 +16,14 @@ use super::{StreamError, StreamResult};
 use crate::common::encoding::vnode_of_column_row;
 use crate::common::{Op, StreamChunk};
 
-/// Capacity of an actor-to-actor channel, in messages.
-pub const CHANNEL_CAPACITY: usize = 4;
-
-type Channel = (
-    Option<mpsc::Sender<Message>>,
-    Option<mpsc::Receiver<Message>>,
-);
+type Channel = (Option<Sender>, Option<Receiver>);
 
 /// The senders of a compute process to actors on other processes (the
 /// remote exchange).
 pub trait RemoteOutputs: Send + Sync {
     /// A channel from `up` to `down` when `down` runs on another process;
     /// `None` when it runs here.
-    fn sender(&self, up: ActorId, down: ActorId) -> Option<mpsc::Sender<Message>>;
+    fn sender(&self, up: ActorId, down: ActorId) -> Option<Sender>;
 }
 
 /// Rendezvous for the two ends of every actor-to-actor channel. The
@@ -67,12 +61,7 @@ impl ExchangeRegistry {
     /// The local sender of a pair, for messages that arrived over the
     /// network in `generation`; `None` once the registry moved on (what a
     /// stale stream sends must never reach a rebuilt actor).
-    pub fn take_sender_in(
-        &self,
-        generation: u64,
-        up: ActorId,
-        down: ActorId,
-    ) -> Option<mpsc::Sender<Message>> {
+    pub fn take_sender_in(&self, generation: u64, up: ActorId, down: ActorId) -> Option<Sender> {
         let mut chans = self.channels.lock();
         if self.generation() != generation {
             return None;
@@ -80,7 +69,7 @@ impl ExchangeRegistry {
         Some(Self::take_sender_locked(&mut chans, up, down))
     }
 
-    pub fn take_sender(&self, up: ActorId, down: ActorId) -> mpsc::Sender<Message> {
+    pub fn take_sender(&self, up: ActorId, down: ActorId) -> Sender {
         let remote = self.remote.read().clone();
         if let Some(tx) = remote.and_then(|r| r.sender(up, down)) {
             return tx;
@@ -92,9 +81,9 @@ impl ExchangeRegistry {
         chans: &mut HashMap<(ActorId, ActorId), Channel>,
         up: ActorId,
         down: ActorId,
-    ) -> mpsc::Sender<Message> {
+    ) -> Sender {
         let entry = chans.entry((up, down)).or_insert_with(|| {
-            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            let (tx, rx) = channel::channel(CHANNEL_ROWS);
             (Some(tx), Some(rx))
         });
         let tx = entry.0.take();
@@ -103,16 +92,16 @@ impl ExchangeRegistry {
         }
         tx.unwrap_or_else(|| {
             // Taken twice (a rebuilt actor): make a fresh pair.
-            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            let (tx, rx) = channel::channel(CHANNEL_ROWS);
             chans.insert((up, down), (None, Some(rx)));
             tx
         })
     }
 
-    pub fn take_receiver(&self, up: ActorId, down: ActorId) -> mpsc::Receiver<Message> {
+    pub fn take_receiver(&self, up: ActorId, down: ActorId) -> Receiver {
         let mut chans = self.channels.lock();
         let entry = chans.entry((up, down)).or_insert_with(|| {
-            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            let (tx, rx) = channel::channel(CHANNEL_ROWS);
             (Some(tx), Some(rx))
         });
         let rx = entry.1.take();
@@ -120,7 +109,7 @@ impl ExchangeRegistry {
             chans.remove(&(up, down));
         }
         rx.unwrap_or_else(|| {
-            let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+            let (tx, rx) = channel::channel(CHANNEL_ROWS);
             chans.insert((up, down), (Some(tx), None));
             rx
         })
@@ -140,7 +129,7 @@ pub struct MergeInput {
     /// The upstream actor, or `None` for a source actor's local channel
     /// (barrier injection and DML).
     pub upstream: Option<ActorId>,
-    pub rx: mpsc::Receiver<Message>,
+    pub rx: Receiver,
 }
 
 /// How many messages a merge buffers from an input that already delivered
@@ -352,7 +341,7 @@ impl Merge {
 /// One output channel of a dispatcher.
 struct Output {
     actor: ActorId,
-    tx: mpsc::Sender<Message>,
+    tx: Sender,
 }
 
 /// Routes an actor's output to the actors of one downstream fragment.
@@ -363,10 +352,7 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(
-        desc: &DispatcherDesc,
-        mut sender: impl FnMut(ActorId) -> mpsc::Sender<Message>,
-    ) -> Self {
+    pub fn new(desc: &DispatcherDesc, mut sender: impl FnMut(ActorId) -> Sender) -> Self {
         Dispatcher {
             downstream_fragment: desc.downstream_fragment,
             kind: desc.kind.clone(),
@@ -385,7 +371,7 @@ impl Dispatcher {
         self.outputs.iter().map(|o| o.actor).collect()
     }
 
-    async fn send(tx: &mpsc::Sender<Message>, actor: ActorId, msg: Message) -> StreamResult<()> {
+    async fn send(tx: &Sender, actor: ActorId, msg: Message) -> StreamResult<()> {
         tx.send(msg)
             .await
             .map_err(|_| StreamError::DownstreamClosed(actor))
@@ -609,7 +595,7 @@ mod tests {
             outputs: vec![1, 2],
         };
         let d = Dispatcher::new(&desc, |actor| {
-            let (tx, r) = mpsc::channel(4);
+            let (tx, r) = channel::channel(CHANNEL_ROWS);
             rx.insert(actor, r);
             tx
         });

@@ -3,6 +3,8 @@
 
 pub mod actor;
 pub mod build;
+/// Actor-to-actor channels bounded in rows (credits).
+pub mod channel;
 /// The wire encoding of chunks and barriers for the remote exchange.
 pub mod codec;
 pub mod compute_node;
