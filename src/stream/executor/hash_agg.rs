@@ -84,13 +84,9 @@ impl HashAggExecutor {
         self.group_by.is_empty()
     }
 
-    /// Add the group of `key`, from its stored state if `read` and it has one.
-    async fn add_group(&mut self, hash: u64, key: Row, read: bool) -> StreamResult<usize> {
-        let saved = if read {
-            self.table.get(&key).await?
-        } else {
-            None
-        };
+    /// Add the group of `key`, from its stored state if it has one.
+    async fn add_group(&mut self, hash: u64, key: Row) -> StreamResult<usize> {
+        let saved = self.table.get(&key).await?;
         let g = self.groups.insert(hash, key);
         if let Some(saved) = saved {
             decode_state(&saved, &mut self.groups, g)?;
@@ -291,7 +287,7 @@ impl Executor for HashAggExecutor {
         if global && self.groups.len() == 0 {
             // The global group exists from the first barrier on.
             let hash = self.groups.hash_row(&[], &[]);
-            let g = self.add_group(hash, Vec::new(), true).await?;
+            let g = self.add_group(hash, Vec::new()).await?;
             if self.groups.flags[g] & STORED == 0 {
                 self.groups.flags[g] |= DIRTY;
                 self.dirty.push((g as u32, None));

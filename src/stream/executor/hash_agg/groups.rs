@@ -108,26 +108,28 @@ impl Groups {
         cols: &[usize],
         i: usize,
     ) -> Option<usize> {
-        let w = self.width;
-        self.index
-            .find(hash, |&g| {
-                let key = &self.keys[g as usize * w..(g as usize + 1) * w];
-                cols.iter()
-                    .zip(key)
-                    .all(|(&c, k)| columns[c].get(i) == datum_ref(k))
-            })
-            .map(|&g| g as usize)
+        self.find_by(hash, |key| {
+            cols.iter()
+                .zip(key)
+                .all(|(&c, k)| columns[c].get(i) == datum_ref(k))
+        })
     }
 
     /// The group whose key is `key`, given its hash.
     pub fn find_row(&self, hash: u64, key: &[Datum]) -> Option<usize> {
+        self.find_by(hash, |have| {
+            have.iter()
+                .zip(key)
+                .all(|(a, b)| datum_ref(a) == datum_ref(b))
+        })
+    }
+
+    /// The group of `hash` whose key passes `is_key`.
+    fn find_by(&self, hash: u64, is_key: impl Fn(&[Datum]) -> bool) -> Option<usize> {
         let w = self.width;
         self.index
             .find(hash, |&g| {
-                let have = &self.keys[g as usize * w..(g as usize + 1) * w];
-                have.iter()
-                    .zip(key)
-                    .all(|(a, b)| datum_ref(a) == datum_ref(b))
+                is_key(&self.keys[g as usize * w..(g as usize + 1) * w])
             })
             .map(|&g| g as usize)
     }
