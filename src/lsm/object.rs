@@ -58,6 +58,17 @@ fn io(url: &str, what: &str, e: impl std::fmt::Display) -> StorageError {
     StorageError::Io(format!("{what} ({url}): {e}"))
 }
 
+/// An object-store error as a storage error: I/O the runtime cancelled
+/// (`file://` runs it on blocking tasks) means the process is stopping.
+fn object_error(url: &str, what: &str, e: object_store::Error) -> StorageError {
+    match &e {
+        object_store::Error::JoinError { source } if source.is_cancelled() => {
+            StorageError::ShuttingDown
+        }
+        _ => io(url, what, e),
+    }
+}
+
 impl ObjectStorage {
     /// Opens the store `url` names. Nothing is checked over the network:
     /// call [`ObjectStorage::check`] for that.
@@ -174,7 +185,7 @@ impl ObjectStorage {
         {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(io(&self.url, "upload of a state file failed", e)),
+            Err(e) => Err(object_error(&self.url, "upload of a state file failed", e)),
         }
     }
 
@@ -200,11 +211,14 @@ impl ObjectStorage {
                     ))
                 }
                 Err(e) if started.elapsed() >= READ_RETRY_FOR => {
-                    return Err(io(
+                    return Err(object_error(
                         &self.url,
                         &format!("read of state file {id:016x} failed"),
                         e,
                     ))
+                }
+                Err(object_store::Error::JoinError { source }) if source.is_cancelled() => {
+                    return Err(StorageError::ShuttingDown)
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "state file read failed; retrying");
@@ -217,14 +231,14 @@ impl ObjectStorage {
 
     pub async fn get_all(&self, id: u64) -> StorageResult<Bytes> {
         let r = self.store.get(&self.sst_path(id)).await.map_err(|e| {
-            io(
+            object_error(
                 &self.url,
                 &format!("read of state file {id:016x} failed"),
                 e,
             )
         })?;
         r.bytes().await.map_err(|e| {
-            io(
+            object_error(
                 &self.url,
                 &format!("read of state file {id:016x} failed"),
                 e,
@@ -235,7 +249,7 @@ impl ObjectStorage {
     pub async fn delete(&self, id: u64) -> StorageResult<()> {
         match self.store.delete(&self.sst_path(id)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(io(&self.url, "delete of a state file failed", e)),
+            Err(e) => Err(object_error(&self.url, "delete of a state file failed", e)),
         }
     }
 
@@ -262,5 +276,36 @@ impl ObjectStorage {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// I/O the runtime cancelled (it is stopping) is not retried: the
+    /// uploader and readers give up at once instead of sleeping on a
+    /// timer that no longer runs.
+    #[tokio::test]
+    async fn cancelled_io_means_shutting_down() {
+        let task = tokio::spawn(std::future::pending::<()>());
+        task.abort();
+        let Err(source) = task.await else {
+            panic!("an aborted task cannot finish");
+        };
+        let e = object_error(
+            "file:///x",
+            "upload",
+            object_store::Error::JoinError { source },
+        );
+        assert!(matches!(e, StorageError::ShuttingDown));
+        let other = object_store::Error::Generic {
+            store: "test",
+            source: "unreachable".into(),
+        };
+        assert!(matches!(
+            object_error("file:///x", "upload", other),
+            StorageError::Io(_)
+        ));
     }
 }

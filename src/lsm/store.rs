@@ -136,9 +136,13 @@ impl LsmStateStore {
     /// Builds the files of `writes` (sorted) and uploads them.
     async fn upload(&self, epoch: u64, writes: Arc<EpochWrites>) -> StorageResult<Vec<SstInfo>> {
         let options = self.options.clone();
+        let started = std::time::Instant::now();
         let built = tokio::task::spawn_blocking(move || build_files(&writes, &options))
             .await
             .map_err(|e| StorageError::Io(format!("building state files failed: {e}")))?;
+        let build = started.elapsed();
+        let mut warm = std::time::Duration::ZERO;
+        let bytes: usize = built.iter().map(|(d, _)| d.len()).sum();
         let mut infos = Vec::with_capacity(built.len());
         for (data, mut info) in built {
             info.epoch = epoch;
@@ -150,9 +154,20 @@ impl LsmStateStore {
                 self.options.retry_for,
             )
             .await?;
+            let w = std::time::Instant::now();
             self.sst.warm(&info, &data);
+            warm += w.elapsed();
             infos.push(info);
         }
+        tracing::debug!(
+            epoch,
+            files = infos.len(),
+            bytes,
+            build_ms = build.as_secs_f64() * 1000.0,
+            upload_ms = (started.elapsed() - build - warm).as_secs_f64() * 1000.0,
+            warm_ms = warm.as_secs_f64() * 1000.0,
+            "epoch uploaded"
+        );
         Ok(infos)
     }
 }
@@ -174,6 +189,7 @@ pub async fn upload_new(
             Ok(true) => return Ok(id),
             // Somebody has that name: pick another.
             Ok(false) => continue,
+            Err(e @ StorageError::ShuttingDown) => return Err(e),
             Err(e) if started.elapsed() >= retry_for => {
                 tracing::error!(%who, attempts, error = %e, "state file upload failed; giving up");
                 return Err(e);

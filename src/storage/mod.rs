@@ -38,6 +38,10 @@ pub enum StorageError {
     Decode(#[from] crate::common::encoding::DecodeError),
     #[error("injected state store fault")]
     InjectedFault,
+    /// The process is stopping (its runtime cancelled the I/O): retrying
+    /// cannot help.
+    #[error("the state store is shutting down")]
+    ShuttingDown,
 }
 
 pub type StorageResult<T> = Result<T, StorageError>;
