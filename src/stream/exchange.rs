@@ -13,7 +13,7 @@ use super::message::{
     ActorId, Barrier, DispatcherDesc, DispatcherKind, FragmentId, Message, Mutation,
 };
 use super::{StreamError, StreamResult};
-use crate::common::encoding::vnode_of_column_row;
+use crate::common::encoding::vnodes_of_column_rows;
 use crate::common::{Op, StreamChunk};
 
 type Channel = (Option<Sender>, Option<Receiver>);
@@ -411,25 +411,31 @@ impl Dispatcher {
                         b
                     })
                     .collect();
-                let index_of = |actor: ActorId| self.outputs.iter().position(|o| o.actor == actor);
-                let output_of = |i: usize| {
-                    let vnode = vnode_of_column_row(chunk.columns(), dist_key, i);
-                    let target = mapping[vnode as usize];
-                    index_of(target).ok_or_else(|| {
+                // The output of each vnode, looked up once per chunk.
+                let output_of_vnode: Vec<Option<usize>> = mapping
+                    .iter()
+                    .map(|&actor| self.outputs.iter().position(|o| o.actor == actor))
+                    .collect();
+                let rows: Vec<usize> = chunk.visible_indices().collect();
+                let vnodes = vnodes_of_column_rows(chunk.columns(), dist_key, &rows);
+                // The output of `rows[k]`.
+                let output_of = |k: usize| {
+                    let vnode = vnodes[k] as usize;
+                    output_of_vnode[vnode].ok_or_else(|| {
+                        let target = mapping[vnode];
                         StreamError::Internal(format!(
                             "vnode mapped to actor {target} which is not an output"
                         ))
                     })
                 };
-                let rows: Vec<usize> = chunk.visible_indices().collect();
                 let mut k = 0;
                 while k < rows.len() {
                     let i = rows[k];
+                    let t = output_of(k)?;
                     k += 1;
-                    let t = output_of(i)?;
                     if ops[i] == Op::UpdateDelete {
                         if let Some(&j) = rows.get(k).filter(|&&j| ops[j] == Op::UpdateInsert) {
-                            let t2 = output_of(j)?;
+                            let t2 = output_of(k)?;
                             if t2 != t {
                                 // The pair is split over actors: plain delete + insert.
                                 k += 1;
