@@ -12,8 +12,9 @@ use ebbflow::rpc::ClusterSecret;
 /// actor allocates a chunk, the next one frees it); glibc's malloc spent
 /// about a third of the CPU of a saturated aggregation job on that.
 /// jemalloc is as fast as mimalloc there and, with the state store's
-/// blocks and files churning, keeps peak RSS of a 1M-group job about a
-/// third lower (690 against 1,070–1,130 MiB, `ci/bench-peers`' workload).
+/// blocks and files churning, keeps peak RSS lower: 655–697 MiB against
+/// mimalloc's 801–1,132 for `ci/bench-peers`' 1M-group job on a fresh
+/// server.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -11,5 +11,5 @@ pub mod types;
 pub use bitmap::Bitmap;
 pub use chunk::{Op, StreamChunk, StreamChunkBuilder, CHUNK_SIZE};
 pub use column::{datum_ref, Column, ColumnBuilder, DatumRef, ScalarRef};
-pub use encoding::{vnode_of, vnode_of_column_row, VirtualNode, VNODE_COUNT};
+pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
 pub use types::{DataType, Datum, Field, Interval, Row, ScalarValue, F64};

@@ -61,12 +61,15 @@ fn io(url: &str, what: &str, e: impl std::fmt::Display) -> StorageError {
 /// An object-store error as a storage error: I/O the runtime cancelled
 /// (`file://` runs it on blocking tasks) means the process is stopping.
 fn object_error(url: &str, what: &str, e: object_store::Error) -> StorageError {
-    match &e {
-        object_store::Error::JoinError { source } if source.is_cancelled() => {
-            StorageError::ShuttingDown
-        }
-        _ => io(url, what, e),
+    if is_cancelled(&e) {
+        StorageError::ShuttingDown
+    } else {
+        io(url, what, e)
     }
+}
+
+fn is_cancelled(e: &object_store::Error) -> bool {
+    matches!(e, object_store::Error::JoinError { source } if source.is_cancelled())
 }
 
 impl ObjectStorage {
@@ -210,15 +213,12 @@ impl ObjectStorage {
                         e,
                     ))
                 }
-                Err(e) if started.elapsed() >= READ_RETRY_FOR => {
+                Err(e) if is_cancelled(&e) || started.elapsed() >= READ_RETRY_FOR => {
                     return Err(object_error(
                         &self.url,
                         &format!("read of state file {id:016x} failed"),
                         e,
                     ))
-                }
-                Err(object_store::Error::JoinError { source }) if source.is_cancelled() => {
-                    return Err(StorageError::ShuttingDown)
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "state file read failed; retrying");
