@@ -118,10 +118,19 @@ impl Actor {
                     }
                 }
                 let due = reader.next_due();
+                // A chunk already due skips the timer: tokio rounds a
+                // deadline up to the next millisecond tick and fires it
+                // only when a worker turns its timer wheel.
+                let now = tokio::time::Instant::now();
                 return tokio::select! {
                     biased;
                     msg = merge.next() => msg,
-                    _ = sleep_until(due) => Ok((0, Message::Chunk(reader.next_chunk()))),
+                    _ = std::future::ready(()), if due <= now => {
+                        Ok((0, Message::Chunk(reader.next_chunk())))
+                    }
+                    _ = sleep_until(due), if due > now => {
+                        Ok((0, Message::Chunk(reader.next_chunk())))
+                    }
                 };
             },
         }

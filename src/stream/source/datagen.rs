@@ -128,25 +128,22 @@ impl DatagenDesc {
     pub fn columns(&self, offsets: &[u64]) -> Vec<Column> {
         self.fields
             .iter()
-            .map(|(ty, g)| {
-                let ints = || offsets.iter().map(|&o| gen_int(g, o));
-                match (ty, g) {
-                    (_, FieldGen::RowId) | (DataType::Int64, _) => {
-                        Column::Int64(Int64Array::from_iter_values(ints()))
+            .map(|(ty, g)| match (ty, g) {
+                (_, FieldGen::RowId) | (DataType::Int64, _) => {
+                    Column::Int64(Int64Array::from(int_values(g, offsets, |v| v)))
+                }
+                (DataType::Int32, _) => {
+                    Column::Int32(Int32Array::from(int_values(g, offsets, |v| v as i32)))
+                }
+                (DataType::Int16, _) => {
+                    Column::Int16(Int16Array::from(int_values(g, offsets, |v| v as i16)))
+                }
+                _ => {
+                    let mut b = ColumnBuilder::new(None, offsets.len());
+                    for &o in offsets {
+                        b.push(datum_ref(&gen_value(*ty, g, o)));
                     }
-                    (DataType::Int32, _) => {
-                        Column::Int32(Int32Array::from_iter_values(ints().map(|v| v as i32)))
-                    }
-                    (DataType::Int16, _) => {
-                        Column::Int16(Int16Array::from_iter_values(ints().map(|v| v as i16)))
-                    }
-                    _ => {
-                        let mut b = ColumnBuilder::new(None, offsets.len());
-                        for &o in offsets {
-                            b.push(datum_ref(&gen_value(*ty, g, o)));
-                        }
-                        b.finish()
-                    }
+                    b.finish()
                 }
             })
             .collect()
@@ -161,17 +158,48 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The integer [`gen_value`] gives (before narrowing to the column's type).
-fn gen_int(g: &FieldGen, offset: u64) -> i64 {
+/// The random bits of a `Random` field with this seed at `offset`.
+fn random_bits(seed: u64, offset: u64) -> u64 {
+    mix(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ mix(offset))
+}
+
+/// `bits` as a number uniform in `[0, 1)`.
+fn unit_of(bits: u64) -> f64 {
+    // 53 bits convert exactly through i64, one instruction on x86-64
+    // (from u64 it takes several).
+    ((bits >> 11) as i64) as f64 / (1u64 << 53) as f64
+}
+
+/// A random integer in `[min, max]` from `unit`.
+fn random_int(min: f64, max: f64, unit: f64) -> i64 {
+    let span = (max - min).max(0.0);
+    // The floor of a product that is never negative: a truncating cast,
+    // which unlike `f64::floor` needs no libm call on baseline x86-64
+    // (and through i64 is one instruction, below 2^63).
+    let x = unit * (span + 1.0);
+    let steps = if x < 9.0e18 {
+        x as i64 as f64
+    } else {
+        x as u64 as f64
+    };
+    (min + steps).min(max) as i64
+}
+
+/// The integers [`gen_value`] gives at `offsets` (before narrowing to the
+/// column's type), through `narrow`; the generator is matched once.
+fn int_values<T>(g: &FieldGen, offsets: &[u64], narrow: impl Fn(i64) -> T) -> Vec<T> {
     match g {
-        FieldGen::RowId => (1i64 << 62) | offset as i64,
-        FieldGen::Sequence { start, .. } => start + offset as i64,
-        FieldGen::Random { min, max, seed, .. } => {
-            let r = mix(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ mix(offset));
-            let unit = (r >> 11) as f64 / (1u64 << 53) as f64;
-            let span = (max - min).max(0.0);
-            (min + (unit * (span + 1.0)).floor()).min(*max) as i64
+        FieldGen::RowId => offsets
+            .iter()
+            .map(|&o| narrow((1i64 << 62) | o as i64))
+            .collect(),
+        FieldGen::Sequence { start, .. } => {
+            offsets.iter().map(|&o| narrow(start + o as i64)).collect()
         }
+        FieldGen::Random { min, max, seed, .. } => offsets
+            .iter()
+            .map(|&o| narrow(random_int(*min, *max, unit_of(random_bits(*seed, o)))))
+            .collect(),
     }
 }
 
@@ -192,10 +220,10 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
             seed,
             length,
         } => {
-            let r = mix(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ mix(offset));
-            let unit = (r >> 11) as f64 / (1u64 << 53) as f64;
+            let r = random_bits(*seed, offset);
+            let unit = unit_of(r);
             let span = (max - min).max(0.0);
-            let int = || (min + (unit * (span + 1.0)).floor()).min(*max) as i64;
+            let int = || random_int(*min, *max, unit);
             Some(match ty {
                 DataType::Int16 => ScalarValue::Int16(int() as i16),
                 DataType::Int32 => ScalarValue::Int32(int() as i32),
@@ -236,6 +264,26 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_int_is_the_floor_of_the_scaled_unit() {
+        let ranges = [
+            (0.0, 999.0),
+            (-5.0, 1000.0),
+            (1.0, 1.0),
+            (-1e6, -3.0),
+            (i64::MIN as f64, i64::MAX as f64),
+        ];
+        for (min, max) in ranges {
+            for o in 0..10_000u64 {
+                let unit = unit_of(random_bits(7, o));
+                let floor = (min + (unit * ((max - min) + 1.0)).floor()).min(max) as i64;
+                assert_eq!(random_int(min, max, unit), floor);
+            }
+        }
+        assert_eq!(random_int(0.0, 9.0, 0.0), 0);
+        assert_eq!(random_int(0.0, 9.0, 0.999_999_999), 9);
+    }
 
     #[test]
     fn columns_hold_the_rows() {
