@@ -27,6 +27,7 @@ use arrow_array::{
     Array, BooleanArray, Date32Array, FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array,
     Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
 };
+use arrow_buffer::NullBuffer;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 
@@ -212,10 +213,38 @@ impl Column {
         })
     }
 
+    /// The validity bitmap (`None`: no NULLs, or a column of NULLs only),
+    /// through each array's own type rather than `dyn Array`: per-row
+    /// callers want it inlined.
+    fn nulls(&self) -> Option<&NullBuffer> {
+        match self {
+            Column::Null(_) => None,
+            Column::Int16(a) => a.nulls(),
+            Column::Int32(a) => a.nulls(),
+            Column::Int64(a) => a.nulls(),
+            Column::Float32(a) => a.nulls(),
+            Column::Float64(a) => a.nulls(),
+            Column::Decimal(a) => a.nulls(),
+            Column::Varchar(a) => a.nulls(),
+            Column::Boolean(a) => a.nulls(),
+            Column::Date(a) => a.nulls(),
+            Column::Timestamp(a) => a.nulls(),
+            Column::Interval(a) => a.nulls(),
+        }
+    }
+
     pub fn is_null(&self, i: usize) -> bool {
-        match self.array() {
-            None => true,
-            Some(a) => a.is_null(i),
+        match self {
+            Column::Null(_) => true,
+            _ => self.nulls().is_some_and(|n| n.is_null(i)),
+        }
+    }
+
+    /// How many values are NULL.
+    pub fn null_count(&self) -> usize {
+        match self {
+            Column::Null(n) => *n,
+            _ => self.nulls().map_or(0, |n| n.null_count()),
         }
     }
 

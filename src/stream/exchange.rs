@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::task::Poll;
 
-use arrow_buffer::BooleanBufferBuilder;
+use arrow_buffer::BooleanBuffer;
 use parking_lot::Mutex;
 
 use super::channel::{self, Receiver, Sender, CHANNEL_ROWS};
@@ -344,6 +344,10 @@ struct Output {
     tx: Sender,
 }
 
+/// A row that goes to no output of a hash dispatcher (or a vnode whose
+/// actor is not one).
+const NO_OUTPUT: u32 = u32::MAX;
+
 /// Routes an actor's output to the actors of one downstream fragment.
 pub struct Dispatcher {
     pub downstream_fragment: FragmentId,
@@ -404,54 +408,49 @@ impl Dispatcher {
                 // split into a delete and an insert.
                 let n = chunk.capacity();
                 let mut ops = chunk.ops().to_vec();
-                let mut keep: Vec<BooleanBufferBuilder> = (0..self.outputs.len())
-                    .map(|_| {
-                        let mut b = BooleanBufferBuilder::new(n);
-                        b.append_n(n, false);
-                        b
-                    })
-                    .collect();
                 // The output of each vnode, looked up once per chunk.
-                let output_of_vnode: Vec<Option<usize>> = mapping
+                let output_of_vnode: Vec<u32> = mapping
                     .iter()
-                    .map(|&actor| self.outputs.iter().position(|o| o.actor == actor))
+                    .map(|&actor| {
+                        self.outputs
+                            .iter()
+                            .position(|o| o.actor == actor)
+                            .map_or(NO_OUTPUT, |t| t as u32)
+                    })
                     .collect();
                 let rows: Vec<usize> = chunk.visible_indices().collect();
                 let vnodes = vnodes_of_column_rows(chunk.columns(), dist_key, &rows);
-                // The output of `rows[k]`.
-                let output_of = |k: usize| {
-                    let vnode = vnodes[k] as usize;
-                    output_of_vnode[vnode].ok_or_else(|| {
-                        let target = mapping[vnode];
-                        StreamError::Internal(format!(
-                            "vnode mapped to actor {target} which is not an output"
-                        ))
-                    })
-                };
-                let mut k = 0;
-                while k < rows.len() {
-                    let i = rows[k];
-                    let t = output_of(k)?;
-                    k += 1;
-                    if ops[i] == Op::UpdateDelete {
-                        if let Some(&j) = rows.get(k).filter(|&&j| ops[j] == Op::UpdateInsert) {
-                            let t2 = output_of(k)?;
-                            if t2 != t {
-                                // The pair is split over actors: plain delete + insert.
-                                k += 1;
-                                ops[i] = Op::Delete;
-                                ops[j] = Op::Insert;
-                                keep[t].set_bit(i, true);
-                                keep[t2].set_bit(j, true);
-                                continue;
-                            }
+                // The output of each row (`NO_OUTPUT` for invisible ones).
+                let mut target = vec![NO_OUTPUT; n];
+                for (&i, &vnode) in rows.iter().zip(&vnodes) {
+                    let t = output_of_vnode[vnode as usize];
+                    if t == NO_OUTPUT {
+                        let actor = mapping[vnode as usize];
+                        return Err(StreamError::Internal(format!(
+                            "vnode mapped to actor {actor} which is not an output"
+                        )));
+                    }
+                    target[i] = t;
+                }
+                // An update pair split over two outputs becomes a plain
+                // delete and insert.
+                if ops.contains(&Op::UpdateDelete) {
+                    for w in rows.windows(2) {
+                        let (i, j) = (w[0], w[1]);
+                        if ops[i] == Op::UpdateDelete
+                            && ops[j] == Op::UpdateInsert
+                            && target[i] != target[j]
+                        {
+                            ops[i] = Op::Delete;
+                            ops[j] = Op::Insert;
                         }
                     }
-                    keep[t].set_bit(i, true);
                 }
+                let keep: Vec<BooleanBuffer> = (0..self.outputs.len() as u32)
+                    .map(|t| BooleanBuffer::collect_bool(n, |i| target[i] == t))
+                    .collect();
                 let (_, columns, _) = chunk.into_parts();
-                for (o, mut keep) in self.outputs.iter().zip(keep) {
-                    let keep = keep.finish();
+                for (o, keep) in self.outputs.iter().zip(keep) {
                     if keep.count_set_bits() > 0 {
                         let c = StreamChunk::new(ops.clone(), columns.clone(), Some(keep));
                         Self::send(&o.tx, o.actor, Message::Chunk(c)).await?;

@@ -12,7 +12,7 @@ use super::{
     create_accumulator, get_i64, int_total, join_i128, split_i128, wrong_type, Accumulator,
     AggCall, AggKind,
 };
-use crate::common::{DataType, Datum, Row, ScalarValue};
+use crate::common::{Column, DataType, Datum, Op, Row, ScalarValue};
 use crate::expr::ExprResult;
 
 /// The states of one aggregate call for groups `0..n`.
@@ -112,6 +112,67 @@ impl AggStates {
             AggStates::Boxed { accs, .. } => accs[g].update(insert, value)?,
         }
         Ok(())
+    }
+
+    /// Add or retract, for each of `rows`, the value of `arg` there into
+    /// group `gs[k]` (insert or retract by `ops`), a column at a time:
+    /// `count` and integer `sum`/`avg` over arrays without NULLs, and
+    /// `count` with them. False (nothing done) for the other cases, which
+    /// go through [`AggStates::update`] row by row.
+    pub fn update_column(
+        &mut self,
+        gs: &[u32],
+        rows: &[usize],
+        ops: &[Op],
+        arg: Option<&Column>,
+    ) -> bool {
+        let sign = |i: usize| if ops[i].is_insert() { 1i64 } else { -1 };
+        match (self, arg) {
+            (AggStates::CountStar, _) => {}
+            (AggStates::Count(n), Some(c)) => {
+                let all_valid = c.null_count() == 0;
+                for (&i, &g) in rows.iter().zip(gs) {
+                    if all_valid || !c.is_null(i) {
+                        n[g as usize] += sign(i);
+                    }
+                }
+            }
+            (AggStates::IntSum { count, sum, .. }, Some(c)) if c.null_count() == 0 => {
+                let mut add = |i: usize, g: u32, x: i64| {
+                    let g = g as usize;
+                    if ops[i].is_insert() {
+                        sum[g] += x as i128;
+                        count[g] += 1;
+                    } else {
+                        sum[g] -= x as i128;
+                        count[g] -= 1;
+                    }
+                };
+                match c {
+                    Column::Int16(a) => {
+                        let v = a.values();
+                        for (&i, &g) in rows.iter().zip(gs) {
+                            add(i, g, v[i] as i64);
+                        }
+                    }
+                    Column::Int32(a) => {
+                        let v = a.values();
+                        for (&i, &g) in rows.iter().zip(gs) {
+                            add(i, g, v[i] as i64);
+                        }
+                    }
+                    Column::Int64(a) => {
+                        let v = a.values();
+                        for (&i, &g) in rows.iter().zip(gs) {
+                            add(i, g, v[i]);
+                        }
+                    }
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// The result for group `g`, whose row count is `rows`.

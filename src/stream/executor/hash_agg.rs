@@ -236,8 +236,10 @@ impl Executor for HashAggExecutor {
         let columns = chunk.columns();
         let rows: Vec<usize> = chunk.visible_indices().collect();
         let hashes = self.groups.hash_rows(columns, &self.group_by, &rows);
+        // 1. each row's group, found or added, and marked dirty before
+        // the chunk changes it (its result before the epoch is kept)
+        let mut gs: Vec<u32> = Vec::with_capacity(rows.len());
         for (&i, &hash) in rows.iter().zip(&hashes) {
-            let op = chunk.ops()[i];
             let g = match self.groups.find_at(hash, columns, &self.group_by, i) {
                 Some(g) => {
                     if self.groups.flags[g] & DIRTY == 0 {
@@ -259,14 +261,21 @@ impl Executor for HashAggExecutor {
                     g
                 }
             };
-            let insert = op.is_insert();
-            self.groups.row_counts[g] += if insert { 1 } else { -1 };
-            for (states, call) in self.groups.states.iter_mut().zip(&self.calls) {
-                let value = match call.arg {
-                    Some(c) => columns[c].datum(i),
-                    None => None,
-                };
-                if let Err(e) = states.update(g, insert, &value) {
+            gs.push(g as u32);
+        }
+        // 2. row counts, then each call a column at a time
+        let ops = chunk.ops();
+        for (&i, &g) in rows.iter().zip(&gs) {
+            self.groups.row_counts[g as usize] += if ops[i].is_insert() { 1 } else { -1 };
+        }
+        for (states, call) in self.groups.states.iter_mut().zip(&self.calls) {
+            let arg = call.arg.map(|c| &columns[c]);
+            if states.update_column(&gs, &rows, ops, arg) {
+                continue;
+            }
+            for (&i, &g) in rows.iter().zip(&gs) {
+                let value = arg.and_then(|c| c.datum(i));
+                if let Err(e) = states.update(g as usize, ops[i].is_insert(), &value) {
                     let row = chunk.row(i);
                     tracing::warn!(actor_id = self.actor_id, error = %e, ?row, "aggregate update failed; row ignored by this aggregate");
                 }

@@ -12,7 +12,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use arrow_array::Array;
 use hashbrown::HashTable;
 
-use crate::common::{datum_ref, Column, Datum, DatumRef, Row, ScalarRef};
+use crate::common::{datum_ref, Column, Datum, DatumRef, Row, ScalarRef, ScalarValue};
 use crate::expr::{AggCall, AggStates};
 
 /// The group's result is downstream and its state in the store.
@@ -37,14 +37,27 @@ fn hash_of<'a>(
 ) -> u64 {
     let mut h = hasher.build_hasher();
     for d in key {
-        d.hash(&mut h);
+        hash_datum(&mut h, d);
     }
     h.finish()
 }
 
-fn hash_each<'a, H: Hasher>(hashers: &mut [H], rows: &[usize], f: impl Fn(usize) -> DatumRef<'a>) {
+/// Feed one key datum to `h`: an integer as one word whatever its width
+/// (keys are compared exactly after the hash, so `1::int4` and `1::int8`
+/// may share one), anything else by its `Hash`. The same for a stored key
+/// and for a column value, which is all the index needs.
+fn hash_datum<H: Hasher>(h: &mut H, d: DatumRef<'_>) {
+    match d {
+        Some(ScalarRef::Int16(v)) => h.write_u64(v as i64 as u64),
+        Some(ScalarRef::Int32(v)) => h.write_u64(v as i64 as u64),
+        Some(ScalarRef::Int64(v)) => h.write_u64(v as u64),
+        other => other.hash(h),
+    }
+}
+
+fn hash_each<H: Hasher>(hashers: &mut [H], rows: &[usize], f: impl Fn(usize, &mut H)) {
     for (h, &i) in hashers.iter_mut().zip(rows) {
-        f(i).hash(h);
+        f(i, h);
     }
 }
 
@@ -89,12 +102,14 @@ impl Groups {
             let h = &mut hashers;
             match column {
                 Column::Int32(a) if a.null_count() == 0 => {
-                    hash_each(h, rows, |i| Some(ScalarRef::Int32(a.value(i))))
+                    let v = a.values();
+                    hash_each(h, rows, |i, h| h.write_u64(v[i] as i64 as u64))
                 }
                 Column::Int64(a) if a.null_count() == 0 => {
-                    hash_each(h, rows, |i| Some(ScalarRef::Int64(a.value(i))))
+                    let v = a.values();
+                    hash_each(h, rows, |i, h| h.write_u64(v[i] as u64))
                 }
-                _ => hash_each(h, rows, |i| column.get(i)),
+                _ => hash_each(h, rows, |i, h| hash_datum(h, column.get(i))),
             }
         }
         hashers.into_iter().map(|h| h.finish()).collect()
@@ -108,6 +123,26 @@ impl Groups {
         cols: &[usize],
         i: usize,
     ) -> Option<usize> {
+        // One integer key column without NULLs: compared as plain values.
+        if let [c] = cols {
+            match &columns[*c] {
+                Column::Int32(a) if a.null_count() == 0 => {
+                    let v = a.value(i);
+                    return self.find_by(
+                        hash,
+                        |k| matches!(k[0], Some(ScalarValue::Int32(x)) if x == v),
+                    );
+                }
+                Column::Int64(a) if a.null_count() == 0 => {
+                    let v = a.value(i);
+                    return self.find_by(
+                        hash,
+                        |k| matches!(k[0], Some(ScalarValue::Int64(x)) if x == v),
+                    );
+                }
+                _ => {}
+            }
+        }
         self.find_by(hash, |key| {
             cols.iter()
                 .zip(key)
