@@ -138,35 +138,22 @@ impl AggStates {
                 }
             }
             (AggStates::IntSum { count, sum, .. }, Some(c)) if c.null_count() == 0 => {
-                let mut add = |i: usize, g: u32, x: i64| {
-                    let g = g as usize;
-                    if ops[i].is_insert() {
-                        sum[g] += x as i128;
-                        count[g] += 1;
-                    } else {
-                        sum[g] -= x as i128;
-                        count[g] -= 1;
+                let mut add_all = |value: &dyn Fn(usize) -> i64| {
+                    for (&i, &g) in rows.iter().zip(gs) {
+                        let (g, x) = (g as usize, value(i) as i128);
+                        if ops[i].is_insert() {
+                            sum[g] += x;
+                            count[g] += 1;
+                        } else {
+                            sum[g] -= x;
+                            count[g] -= 1;
+                        }
                     }
                 };
                 match c {
-                    Column::Int16(a) => {
-                        let v = a.values();
-                        for (&i, &g) in rows.iter().zip(gs) {
-                            add(i, g, v[i] as i64);
-                        }
-                    }
-                    Column::Int32(a) => {
-                        let v = a.values();
-                        for (&i, &g) in rows.iter().zip(gs) {
-                            add(i, g, v[i] as i64);
-                        }
-                    }
-                    Column::Int64(a) => {
-                        let v = a.values();
-                        for (&i, &g) in rows.iter().zip(gs) {
-                            add(i, g, v[i]);
-                        }
-                    }
+                    Column::Int16(a) => add_all(&|i| a.values()[i] as i64),
+                    Column::Int32(a) => add_all(&|i| a.values()[i] as i64),
+                    Column::Int64(a) => add_all(&|i| a.values()[i]),
                     _ => return false,
                 }
             }
