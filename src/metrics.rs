@@ -44,6 +44,7 @@ struct Recorded {
     agg_cache_bytes: IntGauge,
     agg_cache_groups: IntGauge,
     store_cache_bytes: IntGauge,
+    store_write_bytes: IntGauge,
 }
 
 fn build() -> prometheus::Result<Recorded> {
@@ -96,7 +97,12 @@ fn build() -> prometheus::Result<Recorded> {
         "ebbflow_store_cache_bytes",
         "Bytes of state-file blocks and indexes cached in memory by this process's state store",
     )?;
+    let store_write_bytes = IntGauge::new(
+        "ebbflow_store_write_bytes",
+        "Bytes of state writes this process's state store holds in memory until their epoch is committed",
+    )?;
     registry.register(Box::new(store_cache_bytes.clone()))?;
+    registry.register(Box::new(store_write_bytes.clone()))?;
     registry.register(Box::new(agg_cache_bytes.clone()))?;
     registry.register(Box::new(agg_cache_groups.clone()))?;
     registry.register(Box::new(barrier_latency.clone()))?;
@@ -118,6 +124,7 @@ fn build() -> prometheus::Result<Recorded> {
         agg_cache_bytes,
         agg_cache_groups,
         store_cache_bytes,
+        store_write_bytes,
     })
 }
 
@@ -175,6 +182,14 @@ pub fn store_cache_bytes(bytes: u64) {
     if let Some(r) = RECORDED.as_ref() {
         r.store_cache_bytes
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+}
+
+/// State writes held in memory until their epoch commits grew (or, when
+/// negative, shrank) by `delta` bytes.
+pub fn store_write_bytes(delta: i64) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.store_write_bytes.add(delta);
     }
 }
 
@@ -259,7 +274,41 @@ pub fn render(meta: &Meta) -> String {
     }
     let mut text = String::from_utf8_lossy(&body).into_owned();
     text.push_str(&catalog_metrics(meta));
+    text.push_str(&allocator_metrics());
     text
+}
+
+/// jemalloc's own counts at scrape time: bytes the process has allocated,
+/// and bytes of pages jemalloc holds resident (allocated, free but not yet
+/// returned, and its metadata). Empty when they cannot be read.
+fn allocator_metrics() -> String {
+    use std::fmt::Write;
+    use tikv_jemalloc_ctl::{epoch, stats};
+    let read = || -> tikv_jemalloc_ctl::Result<(usize, usize)> {
+        epoch::advance()?;
+        Ok((stats::allocated::read()?, stats::resident::read()?))
+    };
+    let Ok((allocated, resident)) = read() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (name, help, v) in [
+        (
+            "ebbflow_memory_allocated_bytes",
+            "Bytes the process has allocated through jemalloc",
+            allocated,
+        ),
+        (
+            "ebbflow_memory_resident_bytes",
+            "Bytes of pages jemalloc holds resident: allocations, freed pages not returned yet, metadata",
+            resident,
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        let _ = writeln!(out, "{name} {v}");
+    }
+    out
 }
 
 /// Serve `/metrics` on `addr`, or on [`DEFAULT_LISTEN`] when `None`

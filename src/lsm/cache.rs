@@ -1,7 +1,8 @@
 //! Reading state files through memory caches: the meta section (index and
 //! filter) of each file, and its data blocks. Both are immutable, so a
-//! cached copy is never stale; a file that leaves every version simply
-//! stops being asked for and ages out.
+//! cached copy is never stale; a file that leaves the version (compacted
+//! away) is dropped from the caches when that version is installed, so
+//! they hold live data rather than the inputs of past compactions.
 //!
 //! The caches are `quick_cache` (the S3-FIFO cache fjall uses), weighted
 //! by bytes. Concurrent misses on one entry fetch it once. There is no
@@ -151,6 +152,37 @@ impl SstStore {
         };
         let block = self.block(f, &index, i).await?;
         Ok(block.get(key))
+    }
+
+    /// Drops the cached index and blocks of files `ids` (they left the
+    /// version; a reader of an older snapshot fetches them again).
+    pub fn forget(&self, ids: &[u64]) {
+        let mut unindexed = std::collections::HashSet::new();
+        for &id in ids {
+            match self.indexes.remove(&id) {
+                Some((_, index)) => {
+                    for i in 0..index.block_count() {
+                        self.blocks.remove(&(id, i as u32));
+                    }
+                }
+                None => {
+                    unindexed.insert(id);
+                }
+            }
+        }
+        // Blocks may outlive their file's index in the cache: one pass.
+        if !unindexed.is_empty() {
+            self.blocks.retain(|(id, _), _| !unindexed.contains(id));
+        }
+    }
+
+    /// The files that have an index or a block in the caches.
+    #[cfg(test)]
+    pub fn cached_files(&self) -> std::collections::BTreeSet<u64> {
+        let indexes = self.indexes.iter().map(|(id, _)| id);
+        indexes
+            .chain(self.blocks.iter().map(|((id, _), _)| id))
+            .collect()
     }
 
     /// Memory held by the caches, in bytes.

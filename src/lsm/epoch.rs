@@ -78,7 +78,15 @@ impl Run {
                 entries,
             });
         }
+        for r in &runs {
+            crate::metrics::store_write_bytes(r.bytes() as i64);
+        }
         runs
+    }
+
+    /// Bytes this run holds: its buffer and its index.
+    fn bytes(&self) -> usize {
+        self.data.len() + self.entries.capacity() * std::mem::size_of::<Entry>()
     }
 
     fn key(&self, i: usize) -> &[u8] {
@@ -146,6 +154,12 @@ impl Run {
             },
             Bound::Excluded(k) => self.find(k).unwrap_or_else(|i| i),
         }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        crate::metrics::store_write_bytes(-(self.bytes() as i64));
     }
 }
 

@@ -118,10 +118,19 @@ impl LsmStateStore {
         let synced = std::mem::replace(&mut layers.synced, synced);
         let staged = layers.staged.split_off(&after);
         let staged = std::mem::replace(&mut layers.staged, staged);
-        layers.version = version;
+        let old = std::mem::replace(&mut layers.version, version.clone());
         drop(layers);
         // A few buffers per epoch (see `epoch`): freed outside the lock.
         drop((synced, staged));
+        let live: std::collections::HashSet<u64> = version.files().map(|f| f.id).collect();
+        let gone: Vec<u64> = old
+            .files()
+            .map(|f| f.id)
+            .filter(|id| !live.contains(id))
+            .collect();
+        if !gone.is_empty() {
+            self.sst.forget(&gone);
+        }
         crate::metrics::store_cache_bytes(self.sst.cached_bytes());
     }
 

@@ -71,6 +71,7 @@ fn tiny_options() -> (StoreOptions, VersionOptions) {
 }
 
 struct Opened {
+    sst: Arc<SstStore>,
     store: Arc<LsmStateStore>,
     versions: Arc<VersionManager>,
 }
@@ -87,13 +88,17 @@ async fn open(dir: &Dir, store_options: &StoreOptions, options: &VersionOptions)
         .await
         .expect("load version");
     let store = Arc::new(LsmStateStore::new(
-        sst,
+        sst.clone(),
         versions.current(),
         store_options.clone(),
         "test",
     ));
     versions.register_store(&store);
-    Opened { store, versions }
+    Opened {
+        sst,
+        store,
+        versions,
+    }
 }
 
 #[tokio::test]
@@ -278,6 +283,49 @@ async fn dropped_tables_leave_the_files() {
     drop(o);
     let o = open(&dir, &s, &v).await;
     assert!(o.store.scan(t5, false).await.expect("scan").is_empty());
+}
+
+/// The caches hold files of the current version only: the epoch files
+/// that an upload warmed leave them when compaction replaces them.
+#[tokio::test]
+async fn compacted_files_leave_the_caches() {
+    let dir = Dir::new("cache");
+    let (s, v) = tiny_options();
+    let o = open(&dir, &s, &v).await;
+    let mut model = Model::new();
+    for epoch in 1..=8u64 {
+        let writes: Vec<_> = (0..150)
+            .map(|i| {
+                let k = key(1, (i * 7 + epoch as u32 * 13) % 600);
+                (k, Some(Bytes::from(format!("v{epoch}"))))
+            })
+            .collect();
+        for (k, v) in &writes {
+            model.insert(k.clone(), v.clone().expect("value"));
+        }
+        o.store.ingest(epoch, writes).expect("ingest");
+        let files = o.store.sync(epoch).await.expect("sync");
+        o.versions
+            .commit_epoch(epoch, files, None)
+            .await
+            .expect("commit");
+    }
+    let live = |o: &Opened| -> std::collections::BTreeSet<u64> {
+        o.versions.current().files().map(|f| f.id).collect()
+    };
+    assert!(!o.sst.cached_files().is_empty(), "uploads warm the caches");
+    assert!(o.sst.cached_files().is_subset(&live(&o)));
+    while o.versions.compact_once().await.expect("compact") {}
+    assert!(
+        o.sst.cached_files().is_subset(&live(&o)),
+        "cached {:?}, live {:?}",
+        o.sst.cached_files(),
+        live(&o)
+    );
+    // Reads fill the caches again, from the live files.
+    check_model(&o, &model, &mut StdRng::seed_from_u64(7)).await;
+    assert!(!o.sst.cached_files().is_empty());
+    assert!(o.sst.cached_files().is_subset(&live(&o)));
 }
 
 /// Files of an epoch that is already committed are refused: reads could
