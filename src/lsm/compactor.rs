@@ -31,7 +31,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::cache::SstStore;
-use super::sst::{compact_into, CompactOptions, EntryResult, SstError, SstOptions, SstReader};
+use super::object::ObjectStorage;
+use super::sst::{
+    compact_into, BlockIter, CompactOptions, EntryResult, SstError, SstIndex, SstOptions,
+};
 use super::store::{finish_meta, upload_new};
 use super::version::{table_of, Version};
 use crate::meta::catalog::TableId;
@@ -275,12 +278,129 @@ fn push_down(version: &Version, i: usize, cursor: &mut Vec<Bytes>) -> Compaction
     }
 }
 
+/// An input file is read this many bytes of blocks at a time (a few
+/// blocks of the tiny test files, so their merges cross chunks).
+const READ_CHUNK: u64 = if cfg!(test) { 1000 } else { 1 << 20 };
+
+/// The entries of one input file in key order, read a few blocks at a
+/// time ([`READ_CHUNK`] bytes) by ranged reads, so a merge holds a chunk
+/// per input rather than whole files. Yields an error (then stops) if a
+/// read or a block fails.
+struct FileEntries {
+    handle: tokio::runtime::Handle,
+    objects: ObjectStorage,
+    file: Arc<SstInfo>,
+    index: Option<SstIndex>,
+    next_block: usize,
+    /// Blocks read ahead, from `chunk_start` in the file.
+    chunk: Bytes,
+    chunk_start: u64,
+    cur: Option<BlockIter>,
+    done: bool,
+}
+
+fn external(e: StorageError) -> SstError {
+    SstError::External(Box::new(e))
+}
+
+impl FileEntries {
+    fn new(handle: tokio::runtime::Handle, objects: ObjectStorage, file: Arc<SstInfo>) -> Self {
+        FileEntries {
+            handle,
+            objects,
+            file,
+            index: None,
+            next_block: 0,
+            chunk: Bytes::new(),
+            chunk_start: 0,
+            cur: None,
+            done: false,
+        }
+    }
+
+    fn read(&self, range: std::ops::Range<u64>) -> Result<Bytes, SstError> {
+        self.handle
+            .block_on(self.objects.get_range(self.file.id, range))
+            .map_err(external)
+    }
+
+    /// The entries of the next block; `None` after the last.
+    fn next_block(&mut self) -> Result<Option<BlockIter>, SstError> {
+        if self.index.is_none() {
+            let meta = self.read(self.file.meta_offset..self.file.size)?;
+            self.index = Some(SstIndex::decode(meta)?);
+        }
+        let Some(index) = &self.index else {
+            return Ok(None);
+        };
+        let i = self.next_block;
+        if i >= index.block_count() {
+            return Ok(None);
+        }
+        let (offset, len) = index.block_handle(i);
+        let end = offset + len as u64;
+        if offset < self.chunk_start || end > self.chunk_start + self.chunk.len() as u64 {
+            // This block and those after it, up to a chunk.
+            let mut last = end;
+            for j in i + 1..index.block_count() {
+                let (o, l) = index.block_handle(j);
+                if o < last || o + l as u64 - offset > READ_CHUNK {
+                    break;
+                }
+                last = o + l as u64;
+            }
+            let chunk = self.read(offset..last)?;
+            if chunk.len() as u64 != last - offset {
+                return Err(SstError::Corrupt(format!(
+                    "file {:016x}: read {} bytes of blocks at {offset}, expected {}",
+                    self.file.id,
+                    chunk.len(),
+                    last - offset
+                )));
+            }
+            self.chunk = chunk;
+            self.chunk_start = offset;
+        }
+        let from = (offset - self.chunk_start) as usize;
+        let block = index.decode_block(i, self.chunk.slice(from..from + len as usize))?;
+        self.next_block += 1;
+        Ok(Some(block.iter_from(block.seek_bound(Bound::Unbounded))))
+    }
+}
+
+impl Iterator for FileEntries {
+    type Item = EntryResult;
+
+    fn next(&mut self) -> Option<EntryResult> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(entry) = self.cur.as_mut().and_then(Iterator::next) {
+                return Some(Ok(entry));
+            }
+            match self.next_block() {
+                Ok(Some(block)) => self.cur = Some(block),
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
 /// Runs `task`: reads its inputs, merges them, uploads the outputs.
 /// Returns the output files (not yet in any version).
 ///
-/// Memory stays at one input file per input group plus one output file:
-/// the merge (on a blocking thread) reads each input file when it reaches
-/// it and uploads each output as soon as it is cut.
+/// Memory stays at a chunk of blocks per input group plus one output
+/// file: the merge (on a blocking thread) reads each input file, a chunk
+/// at a time, when it reaches it and uploads each output as soon as it is
+/// cut.
 pub async fn run(
     sst: &SstStore,
     task: &CompactionTask,
@@ -297,24 +417,13 @@ pub async fn run(
     let objects = sst.objects().clone();
     let inputs = task.inputs.clone();
     let outputs = tokio::task::spawn_blocking(move || -> Result<Vec<_>, SstError> {
-        let external = |e: StorageError| SstError::External(Box::new(e));
         let mut sources = Vec::with_capacity(inputs.len());
         for group in inputs {
-            // A group's files are disjoint and in key order: one source,
-            // each file read when the merge reaches it.
+            // A group's files are disjoint and in key order: one source.
             let (handle, objects) = (handle.clone(), objects.clone());
-            let iter = group.into_iter().flat_map(
-                move |f| -> Box<dyn Iterator<Item = EntryResult> + Send> {
-                    let read = handle
-                        .block_on(objects.get_all(f.id))
-                        .map_err(external)
-                        .and_then(SstReader::open);
-                    match read {
-                        Ok(r) => Box::new(r.iter_range(Bound::Unbounded, Bound::Unbounded)),
-                        Err(e) => Box::new(std::iter::once(Err(e))),
-                    }
-                },
-            );
+            let iter = group
+                .into_iter()
+                .flat_map(move |f| FileEntries::new(handle.clone(), objects.clone(), f));
             sources.push(iter);
         }
         let drop_key = |k: &[u8]| table_of(k).is_some_and(|t| dropped.contains(&t));

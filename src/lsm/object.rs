@@ -229,23 +229,6 @@ impl ObjectStorage {
         }
     }
 
-    pub async fn get_all(&self, id: u64) -> StorageResult<Bytes> {
-        let r = self.store.get(&self.sst_path(id)).await.map_err(|e| {
-            object_error(
-                &self.url,
-                &format!("read of state file {id:016x} failed"),
-                e,
-            )
-        })?;
-        r.bytes().await.map_err(|e| {
-            object_error(
-                &self.url,
-                &format!("read of state file {id:016x} failed"),
-                e,
-            )
-        })
-    }
-
     pub async fn delete(&self, id: u64) -> StorageResult<()> {
         match self.store.delete(&self.sst_path(id)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
