@@ -117,6 +117,16 @@ fn key(table: u32, k: u32) -> Bytes {
 
 type Model = BTreeMap<Bytes, Bytes>;
 
+/// Writes `writes` as epoch `epoch`, uploads and commits it.
+async fn commit_writes(o: &Opened, epoch: u64, writes: Vec<crate::storage::KeyedWrite>) {
+    o.store.ingest(epoch, writes).expect("ingest");
+    let files = o.store.sync(epoch).await.expect("sync");
+    o.versions
+        .commit_epoch(epoch, files, None)
+        .await
+        .expect("commit");
+}
+
 async fn check_model(o: &Opened, model: &Model, rng: &mut StdRng) {
     let all = o.store.scan(prefix_range(b""), false).await.expect("scan");
     let want: Vec<(Bytes, Bytes)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -256,12 +266,7 @@ async fn dropped_tables_leave_the_files() {
                 )
             })
             .collect();
-        o.store.ingest(epoch, writes).expect("ingest");
-        let files = o.store.sync(epoch).await.expect("sync");
-        o.versions
-            .commit_epoch(epoch, files, None)
-            .await
-            .expect("commit");
+        commit_writes(&o, epoch, writes).await;
     }
     o.versions.drop_table(5);
     let files = o.store.sync(7).await.expect("sync");
@@ -303,12 +308,7 @@ async fn compacted_files_leave_the_caches() {
         for (k, v) in &writes {
             model.insert(k.clone(), v.clone().expect("value"));
         }
-        o.store.ingest(epoch, writes).expect("ingest");
-        let files = o.store.sync(epoch).await.expect("sync");
-        o.versions
-            .commit_epoch(epoch, files, None)
-            .await
-            .expect("commit");
+        commit_writes(&o, epoch, writes).await;
     }
     let live = |o: &Opened| -> std::collections::BTreeSet<u64> {
         o.versions.current().files().map(|f| f.id).collect()
