@@ -394,6 +394,26 @@ impl Iterator for FileEntries {
     }
 }
 
+/// Runs `f` on a thread of its own at a lower CPU priority (nice 10 on
+/// Linux, where a thread has its own), so that on a busy machine a merge
+/// takes the time the actors leave rather than a core of theirs.
+async fn in_background<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("ebbflow-compactor".into())
+        .spawn(move || {
+            if let Err(e) = rustix::process::setpriority_process(None, 10) {
+                tracing::debug!(error = %e, "could not lower the compactor's priority");
+            }
+            let _ = tx.send(f());
+        })
+        .map_err(|e| e.to_string())?;
+    rx.await
+        .map_err(|_| "the compaction thread stopped".to_string())
+}
+
 /// Runs `task`: reads its inputs, merges them, uploads the outputs.
 /// Returns the output files (not yet in any version).
 ///
@@ -416,7 +436,7 @@ pub async fn run(
     let handle = tokio::runtime::Handle::current();
     let objects = sst.objects().clone();
     let inputs = task.inputs.clone();
-    let outputs = tokio::task::spawn_blocking(move || -> Result<Vec<_>, SstError> {
+    let outputs = in_background(move || -> Result<Vec<_>, SstError> {
         let mut sources = Vec::with_capacity(inputs.len());
         for group in inputs {
             // A group's files are disjoint and in key order: one source.
