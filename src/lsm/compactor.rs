@@ -418,9 +418,9 @@ async fn in_background<T: Send + 'static>(
 /// Returns the output files (not yet in any version).
 ///
 /// Memory stays at a chunk of blocks per input group plus one output
-/// file: the merge (on a blocking thread) reads each input file, a chunk
-/// at a time, when it reaches it and uploads each output as soon as it is
-/// cut.
+/// file: the merge (on a thread of its own, see [`in_background`]) reads
+/// each input file, a chunk at a time, when it reaches it and uploads
+/// each output as soon as it is cut.
 pub async fn run(
     sst: &SstStore,
     task: &CompactionTask,
