@@ -7,16 +7,32 @@
 //! The caches are `quick_cache` (the S3-FIFO cache fjall uses), weighted
 //! by bytes. Concurrent misses on one entry fetch it once. There is no
 //! disk tier: with `file://` the object store is the local disk already.
+//!
+//! A file just uploaded seeds the caches with its index, and with its
+//! blocks of the tables whose blocks were read lately ([`WARM_WINDOW`]):
+//! a table whose executor keeps its state in memory, or a materialized
+//! view nobody queries, would otherwise fill the block cache with blocks
+//! that are compacted away before anyone reads them (Hummock refills its
+//! cache on the same grounds: only data that was being read).
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
 use super::object::ObjectStorage;
 use super::sst::{Block, SstIndex};
+use super::version::table_of;
+use crate::meta::catalog::TableId;
 use crate::storage::{SstInfo, StorageError, StorageResult};
+
+/// A table read from files within this long has the blocks of its fresh
+/// files cached as they are uploaded.
+pub const WARM_WINDOW: Duration = Duration::from_secs(30);
 
 /// Cache sizes; the defaults suit the playground, tests shrink them.
 #[derive(Clone, Debug)]
@@ -57,6 +73,8 @@ pub struct SstStore {
     objects: ObjectStorage,
     indexes: Cache<u64, Arc<SstIndex>, IndexWeight>,
     blocks: Cache<(u64, u32), Arc<Block>, BlockWeight>,
+    /// When each table was last read from files.
+    read_at: Mutex<HashMap<TableId, Instant>>,
 }
 
 fn corrupt(f: &SstInfo, e: impl std::fmt::Display) -> StorageError {
@@ -77,7 +95,23 @@ impl SstStore {
                 options.block_cache_bytes,
                 BlockWeight,
             ),
+            read_at: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Notes a read of a block of the table `key` belongs to.
+    fn note_read(&self, key: &[u8]) {
+        if let Some(t) = table_of(key) {
+            self.read_at.lock().insert(t, Instant::now());
+        }
+    }
+
+    /// Whether a block of the table was read within [`WARM_WINDOW`].
+    fn read_lately(&self, t: TableId, now: Instant) -> bool {
+        self.read_at
+            .lock()
+            .get(&t)
+            .is_some_and(|&at| now.saturating_duration_since(at) < WARM_WINDOW)
     }
 
     pub fn objects(&self) -> &ObjectStorage {
@@ -103,6 +137,7 @@ impl SstStore {
         index: &SstIndex,
         i: usize,
     ) -> StorageResult<Arc<Block>> {
+        self.note_read(index.block_first_key(i));
         let key = (f.id, i as u32);
         self.blocks
             .get_or_insert_async(&key, async {
@@ -119,8 +154,8 @@ impl SstStore {
             .await
     }
 
-    /// Seeds the caches with a file just written (its blocks are likely
-    /// to be read soon: the epoch's own writes).
+    /// Seeds the caches with a file just written: its index, and the
+    /// blocks of tables read lately (see the module's doc).
     pub fn warm(&self, f: &SstInfo, data: &Bytes) {
         let Some(meta) = data.get(f.meta_offset as usize..) else {
             return;
@@ -129,7 +164,28 @@ impl SstStore {
             return;
         };
         let index = Arc::new(index);
+        let now = Instant::now();
+        // A file holds a run of tables in key order: decided once a table.
+        let mut last: Option<(TableId, bool)> = None;
+        let mut wanted = |key: &[u8]| {
+            let Some(t) = table_of(key) else {
+                return false;
+            };
+            match last {
+                Some((lt, w)) if lt == t => w,
+                _ => {
+                    let w = self.read_lately(t, now);
+                    last = Some((t, w));
+                    w
+                }
+            }
+        };
         for i in 0..index.block_count() {
+            // A block spanning tables is kept if either end's table is.
+            let first = wanted(index.block_first_key(i));
+            if !(wanted(index.block_last_key(i)) || first) {
+                continue;
+            }
             let (offset, len) = index.block_handle(i);
             let Some(bytes) = data.get(offset as usize..offset as usize + len as usize) else {
                 return;
@@ -182,6 +238,15 @@ impl SstStore {
         let indexes = self.indexes.iter().map(|(id, _)| id);
         indexes
             .chain(self.blocks.iter().map(|((id, _), _)| id))
+            .collect()
+    }
+
+    /// The tables of the cached blocks, by file.
+    #[cfg(test)]
+    pub fn cached_block_tables(&self) -> std::collections::BTreeSet<(u64, TableId)> {
+        self.blocks
+            .iter()
+            .filter_map(|((id, _), b)| Some((id, table_of(b.key_at(0))?)))
             .collect()
     }
 

@@ -328,6 +328,46 @@ async fn compacted_files_leave_the_caches() {
     assert!(o.sst.cached_files().is_subset(&live(&o)));
 }
 
+/// An upload caches its blocks of the tables whose blocks were read
+/// lately, and only its index for the others.
+#[tokio::test]
+async fn uploads_cache_blocks_of_tables_being_read() {
+    let dir = Dir::new("warm");
+    let (s, v) = tiny_options();
+    let o = open(&dir, &s, &v).await;
+    let both = |epoch: u64| -> Vec<crate::storage::KeyedWrite> {
+        (0..40)
+            .flat_map(|i| [key(1, i), key(2, i)])
+            .map(|k| (k, Some(Bytes::from(format!("v{epoch}")))))
+            .collect()
+    };
+    commit_writes(&o, 1, both(1)).await;
+    assert!(o.sst.cached_block_tables().is_empty(), "nothing was read");
+    assert!(!o.sst.cached_files().is_empty(), "the index is cached");
+    // A read of table 1 from its file.
+    let got = o.store.get(&key(1, 3), false).await.expect("get");
+    assert_eq!(got, Some(Bytes::from("v1")));
+    let before: std::collections::BTreeSet<u64> =
+        o.versions.current().files().map(|f| f.id).collect();
+    commit_writes(&o, 2, both(2)).await;
+    let fresh: Vec<(u64, u32)> = o
+        .sst
+        .cached_block_tables()
+        .into_iter()
+        .filter(|(id, _)| !before.contains(id))
+        .collect();
+    assert!(fresh.iter().any(|&(_, t)| t == 1), "{fresh:?}");
+    assert!(fresh.iter().all(|&(_, t)| t == 1), "{fresh:?}");
+    // Table 2's fresh data is read from the object store, then cached.
+    let got = o.store.get(&key(2, 5), false).await.expect("get");
+    assert_eq!(got, Some(Bytes::from("v2")));
+    assert!(o
+        .sst
+        .cached_block_tables()
+        .iter()
+        .any(|&(id, t)| t == 2 && !before.contains(&id)));
+}
+
 /// Files of an epoch that is already committed are refused: reads could
 /// not order them against that epoch's committed files.
 #[tokio::test]
