@@ -139,11 +139,11 @@ impl HashAggExecutor {
             self.groups.flags[g] &= !DIRTY;
             let new = output_of(global, &self.groups, g)?;
             if self.groups.row_counts[g] == 0 && !global {
-                self.table.delete(self.groups.key(g));
+                self.table.delete(&self.groups.key(g));
                 gone.push(g);
             } else {
                 self.table
-                    .put(self.groups.key(g), &encode_state(&self.groups, g));
+                    .put(&self.groups.key(g), &encode_state(&self.groups, g));
                 self.groups.flags[g] |= STORED;
             }
             match (old, new) {
@@ -174,7 +174,7 @@ fn output_of(global: bool, groups: &Groups, g: usize) -> StreamResult<Option<Row
     }
     let key = groups.key(g);
     let mut row: Row = Vec::with_capacity(key.len() + groups.states.len());
-    row.extend_from_slice(key);
+    row.extend_from_slice(&key);
     for s in &groups.states {
         row.push(s.output(g, rows)?);
     }

@@ -1,11 +1,15 @@
 //! The in-memory groups of a hash aggregation, packed.
 //!
-//! Group `g` is a number: its key is `keys[g * width ..][..width]`, its row
-//! count and flags are `row_counts[g]` and `flags[g]`, and each call's state
-//! is slot `g` of that call's [`AggStates`]. A hash index maps keys to group
+//! Group `g` is a number: its key is slot `g` of [`Keys`], its row count
+//! and flags are `row_counts[g]` and `flags[g]`, and each call's state is
+//! slot `g` of that call's [`AggStates`]. A hash index maps keys to group
 //! numbers (4 bytes a slot). A lookup hashes the key columns of the input
 //! row in place, so a row that finds its group allocates nothing. Removing a
 //! group moves the last group into its number.
+//!
+//! A key of one `int`/`bigint` column is kept as plain numbers (4 or 8
+//! bytes a group instead of a 24-byte datum) until a NULL or a value of
+//! another type comes, which turns the keys into datums.
 
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -20,9 +24,110 @@ pub const STORED: u8 = 1;
 /// The group changed in the current epoch.
 pub const DIRTY: u8 = 2;
 
+/// The groups' keys, by group number.
+enum Keys {
+    /// One `int` column, no NULL.
+    Int32(Vec<i32>),
+    /// One `bigint` column, no NULL.
+    Int64(Vec<i64>),
+    /// `width` datums a group.
+    Datums(Vec<Datum>),
+}
+
+impl Keys {
+    /// Keys for groups of `width` columns whose first key is `first`.
+    fn for_key(width: usize, first: &[Datum]) -> Keys {
+        match (width, first) {
+            (1, [Some(ScalarValue::Int32(_))]) => Keys::Int32(Vec::new()),
+            (1, [Some(ScalarValue::Int64(_))]) => Keys::Int64(Vec::new()),
+            _ => Keys::Datums(Vec::new()),
+        }
+    }
+
+    /// Appends `key`; `false` (and nothing changed) if it does not fit.
+    fn push(&mut self, key: &mut Row) -> bool {
+        match (self, key.as_slice()) {
+            (Keys::Int32(v), [Some(ScalarValue::Int32(x))]) => v.push(*x),
+            (Keys::Int64(v), [Some(ScalarValue::Int64(x))]) => v.push(*x),
+            (Keys::Datums(v), _) => v.append(key),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The keys as datums.
+    fn into_datums(self) -> Vec<Datum> {
+        match self {
+            Keys::Int32(v) => v.into_iter().map(|x| Some(ScalarValue::Int32(x))).collect(),
+            Keys::Int64(v) => v.into_iter().map(|x| Some(ScalarValue::Int64(x))).collect(),
+            Keys::Datums(v) => v,
+        }
+    }
+
+    fn swap_remove(&mut self, g: usize, width: usize) {
+        match self {
+            Keys::Int32(v) => {
+                v.swap_remove(g);
+            }
+            Keys::Int64(v) => {
+                v.swap_remove(g);
+            }
+            Keys::Datums(v) => {
+                let last = v.len() / width.max(1) - 1;
+                for i in 0..width {
+                    v.swap(g * width + i, last * width + i);
+                }
+                v.truncate(last * width);
+            }
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Keys::Int32(v) => v.shrink_to_fit(),
+            Keys::Int64(v) => v.shrink_to_fit(),
+            Keys::Datums(v) => v.shrink_to_fit(),
+        }
+    }
+
+    fn allocated_bytes(&self) -> usize {
+        match self {
+            Keys::Int32(v) => v.capacity() * 4,
+            Keys::Int64(v) => v.capacity() * 8,
+            Keys::Datums(v) => v.capacity() * std::mem::size_of::<Datum>(),
+        }
+    }
+}
+
+/// A group's key as datums, made on the spot for keys kept as numbers.
+pub enum Key<'a> {
+    One([Datum; 1]),
+    Slice(&'a [Datum]),
+}
+
+impl std::ops::Deref for Key<'_> {
+    type Target = [Datum];
+
+    fn deref(&self) -> &[Datum] {
+        match self {
+            Key::One(k) => k,
+            Key::Slice(k) => k,
+        }
+    }
+}
+
+/// The hash of group `g`'s key: the same as of its datums.
+fn hash_key(hasher: &foldhash::fast::RandomState, keys: &Keys, width: usize, g: usize) -> u64 {
+    match keys {
+        Keys::Int32(v) => hash_of(hasher, std::iter::once(Some(ScalarRef::Int32(v[g])))),
+        Keys::Int64(v) => hash_of(hasher, std::iter::once(Some(ScalarRef::Int64(v[g])))),
+        Keys::Datums(v) => hash_of(hasher, v[g * width..(g + 1) * width].iter().map(datum_ref)),
+    }
+}
+
 pub struct Groups {
     width: usize,
-    keys: Vec<Datum>,
+    keys: Keys,
     pub row_counts: Vec<i64>,
     pub flags: Vec<u8>,
     /// One per aggregate call.
@@ -65,7 +170,7 @@ impl Groups {
     pub fn new(width: usize, calls: &[AggCall]) -> Groups {
         Groups {
             width,
-            keys: Vec::new(),
+            keys: Keys::Datums(Vec::new()),
             row_counts: Vec::new(),
             flags: Vec::new(),
             states: calls.iter().map(AggStates::new).collect(),
@@ -78,8 +183,12 @@ impl Groups {
         self.row_counts.len()
     }
 
-    pub fn key(&self, g: usize) -> &[Datum] {
-        &self.keys[g * self.width..(g + 1) * self.width]
+    pub fn key(&self, g: usize) -> Key<'_> {
+        match &self.keys {
+            Keys::Int32(v) => Key::One([Some(ScalarValue::Int32(v[g]))]),
+            Keys::Int64(v) => Key::One([Some(ScalarValue::Int64(v[g]))]),
+            Keys::Datums(v) => Key::Slice(&v[g * self.width..(g + 1) * self.width]),
+        }
     }
 
     /// The hash of the key formed by columns `cols` of `row`.
@@ -125,90 +234,95 @@ impl Groups {
     ) -> Option<usize> {
         // One integer key column without NULLs: compared as plain values.
         if let [c] = cols {
-            match &columns[*c] {
-                Column::Int32(a) if a.null_count() == 0 => {
+            match (&columns[*c], &self.keys) {
+                (Column::Int32(a), Keys::Int32(keys)) if a.is_valid(i) => {
+                    let v = a.value(i);
+                    return self.find_by(hash, |g| keys[g] == v);
+                }
+                (Column::Int64(a), Keys::Int64(keys)) if a.is_valid(i) => {
+                    let v = a.value(i);
+                    return self.find_by(hash, |g| keys[g] == v);
+                }
+                (Column::Int32(a), Keys::Datums(keys)) if a.is_valid(i) => {
                     let v = a.value(i);
                     return self.find_by(
                         hash,
-                        |k| matches!(k[0], Some(ScalarValue::Int32(x)) if x == v),
+                        |g| matches!(keys[g], Some(ScalarValue::Int32(x)) if x == v),
                     );
                 }
-                Column::Int64(a) if a.null_count() == 0 => {
+                (Column::Int64(a), Keys::Datums(keys)) if a.is_valid(i) => {
                     let v = a.value(i);
                     return self.find_by(
                         hash,
-                        |k| matches!(k[0], Some(ScalarValue::Int64(x)) if x == v),
+                        |g| matches!(keys[g], Some(ScalarValue::Int64(x)) if x == v),
                     );
                 }
                 _ => {}
             }
         }
-        self.find_by(hash, |key| {
+        self.find_by(hash, |g| {
+            let key = self.key(g);
             cols.iter()
-                .zip(key)
+                .zip(key.iter())
                 .all(|(&c, k)| columns[c].get(i) == datum_ref(k))
         })
     }
 
     /// The group whose key is `key`, given its hash.
     pub fn find_row(&self, hash: u64, key: &[Datum]) -> Option<usize> {
-        self.find_by(hash, |have| {
-            have.iter()
+        self.find_by(hash, |g| {
+            self.key(g)
+                .iter()
                 .zip(key)
                 .all(|(a, b)| datum_ref(a) == datum_ref(b))
         })
     }
 
-    /// The group of `hash` whose key passes `is_key`.
-    fn find_by(&self, hash: u64, is_key: impl Fn(&[Datum]) -> bool) -> Option<usize> {
-        let w = self.width;
+    /// The group of `hash` whose number passes `is_key`.
+    fn find_by(&self, hash: u64, is_key: impl Fn(usize) -> bool) -> Option<usize> {
         self.index
-            .find(hash, |&g| {
-                is_key(&self.keys[g as usize * w..(g as usize + 1) * w])
-            })
+            .find(hash, |&g| is_key(g as usize))
             .map(|&g| g as usize)
     }
 
     /// Add an empty group with this key (of `hash`); its number.
-    pub fn insert(&mut self, hash: u64, key: Row) -> usize {
+    pub fn insert(&mut self, hash: u64, mut key: Row) -> usize {
         debug_assert_eq!(key.len(), self.width);
         let g = self.len();
-        self.keys.extend(key);
+        if g == 0 {
+            self.keys = Keys::for_key(self.width, &key);
+        }
+        if !self.keys.push(&mut key) {
+            let keys = std::mem::replace(&mut self.keys, Keys::Datums(Vec::new()));
+            let mut datums = keys.into_datums();
+            datums.append(&mut key);
+            self.keys = Keys::Datums(datums);
+        }
         self.row_counts.push(0);
         self.flags.push(0);
         for s in &mut self.states {
             s.push();
         }
         let (keys, w, hasher) = (&self.keys, self.width, &self.hasher);
-        self.index.insert_unique(hash, g as u32, |&x| {
-            hash_of(
-                hasher,
-                keys[x as usize * w..(x as usize + 1) * w]
-                    .iter()
-                    .map(datum_ref),
-            )
-        });
+        self.index
+            .insert_unique(hash, g as u32, |&x| hash_key(hasher, keys, w, x as usize));
         g
     }
 
     /// Remove group `g`; the last group takes its number.
     pub fn remove(&mut self, g: usize) {
         let last = self.len() - 1;
-        let hash = hash_of(&self.hasher, self.key(g).iter().map(datum_ref));
+        let hash = hash_key(&self.hasher, &self.keys, self.width, g);
         if let Ok(entry) = self.index.find_entry(hash, |&x| x as usize == g) {
             entry.remove();
         }
         if g != last {
-            let hash = hash_of(&self.hasher, self.key(last).iter().map(datum_ref));
+            let hash = hash_key(&self.hasher, &self.keys, self.width, last);
             if let Some(x) = self.index.find_mut(hash, |&x| x as usize == last) {
                 *x = g as u32;
             }
-            let w = self.width;
-            for i in 0..w {
-                self.keys.swap(g * w + i, last * w + i);
-            }
         }
-        self.keys.truncate(last * self.width);
+        self.keys.swap_remove(g, self.width);
         self.row_counts.swap_remove(g);
         self.flags.swap_remove(g);
         for s in &mut self.states {
@@ -229,7 +343,7 @@ impl Groups {
     ) -> usize {
         let from = below.saturating_sub(n);
         for g in (from..below.min(self.len())).rev() {
-            if !keep(self.key(g)) {
+            if !keep(&self.key(g)) {
                 self.remove(g);
             }
         }
@@ -251,20 +365,14 @@ impl Groups {
             s.shrink_to_fit();
         }
         let (keys, w, hasher) = (&self.keys, self.width, &self.hasher);
-        self.index.shrink_to_fit(|&x| {
-            hash_of(
-                hasher,
-                keys[x as usize * w..(x as usize + 1) * w]
-                    .iter()
-                    .map(datum_ref),
-            )
-        });
+        self.index
+            .shrink_to_fit(|&x| hash_key(hasher, keys, w, x as usize));
     }
 
     /// Bytes held for the groups: the vectors and index by capacity, keys'
     /// own heap (strings) not counted.
     pub fn allocated_bytes(&self) -> usize {
-        self.keys.capacity() * std::mem::size_of::<Datum>()
+        self.keys.allocated_bytes()
             + self.row_counts.capacity() * 8
             + self.flags.capacity()
             + self.index.allocation_size()
@@ -338,9 +446,42 @@ mod tests {
             let found = lookup(&groups, k);
             assert_eq!(found.is_some(), k < 50 && k != 10, "key {k}");
             if let Some(g) = found {
-                assert_eq!(groups.key(g), &[int(k)][..]);
+                assert_eq!(&*groups.key(g), &[int(k)][..]);
                 assert_eq!(groups.row_counts[g], k);
             }
+        }
+    }
+
+    /// Integer keys kept as numbers turn into datums at the first NULL
+    /// key (or key of another type), and every group is still found.
+    #[test]
+    fn integer_keys_turn_into_datums_at_a_null() {
+        for make in [
+            |k: i64| Some(ScalarValue::Int32(k as i32)),
+            |k: i64| Some(ScalarValue::Int64(k)),
+        ] {
+            let mut groups = Groups::new(1, &count_sum());
+            let find = |groups: &Groups, d: Datum| {
+                let chunk = crate::common::StreamChunk::inserts(vec![vec![d]]);
+                let hash = groups.hash_rows(chunk.columns(), &[0], &[0])[0];
+                groups.find_at(hash, chunk.columns(), &[0], 0)
+            };
+            for k in 0..50 {
+                let row = vec![make(k)];
+                groups.insert(groups.hash_row(&row, &[0]), row);
+            }
+            let small = groups.allocated_bytes();
+            let row = vec![None];
+            let null = groups.insert(groups.hash_row(&row, &[0]), row);
+            assert!(groups.allocated_bytes() > small, "datums take more room");
+            assert_eq!(find(&groups, None), Some(null));
+            for k in 0..50 {
+                let g = find(&groups, make(k)).expect("group");
+                assert_eq!(&*groups.key(g), &[make(k)][..]);
+            }
+            groups.remove(0);
+            assert_eq!(find(&groups, make(0)), None);
+            assert_eq!(find(&groups, None), Some(0), "the last group moved down");
         }
     }
 
