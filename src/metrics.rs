@@ -45,6 +45,7 @@ struct Recorded {
     agg_cache_groups: IntGauge,
     store_cache_bytes: IntGauge,
     store_write_bytes: IntGauge,
+    store_compaction_bytes: IntGauge,
 }
 
 fn build() -> prometheus::Result<Recorded> {
@@ -101,6 +102,11 @@ fn build() -> prometheus::Result<Recorded> {
         "ebbflow_store_write_bytes",
         "Bytes of state writes this process's state store holds in memory until their epoch is committed",
     )?;
+    let store_compaction_bytes = IntGauge::new(
+        "ebbflow_store_compaction_bytes",
+        "Bytes held by this process's running compactions (input chunks, the output file being built)",
+    )?;
+    registry.register(Box::new(store_compaction_bytes.clone()))?;
     registry.register(Box::new(store_cache_bytes.clone()))?;
     registry.register(Box::new(store_write_bytes.clone()))?;
     registry.register(Box::new(agg_cache_bytes.clone()))?;
@@ -125,6 +131,7 @@ fn build() -> prometheus::Result<Recorded> {
         agg_cache_groups,
         store_cache_bytes,
         store_write_bytes,
+        store_compaction_bytes,
     })
 }
 
@@ -190,6 +197,14 @@ pub fn store_cache_bytes(bytes: u64) {
 pub fn store_write_bytes(delta: i64) {
     if let Some(r) = RECORDED.as_ref() {
         r.store_write_bytes.add(delta);
+    }
+}
+
+/// Memory held by running compactions grew (or, when negative, shrank) by
+/// `delta` bytes.
+pub fn store_compaction_bytes(delta: i64) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.store_compaction_bytes.add(delta);
     }
 }
 

@@ -297,6 +297,24 @@ struct FileEntries {
     chunk_start: u64,
     cur: Option<BlockIter>,
     done: bool,
+    /// What this input adds to `ebbflow_store_compaction_bytes`: its index
+    /// and its chunk.
+    counted: i64,
+}
+
+impl FileEntries {
+    fn count(&mut self) {
+        let now =
+            (self.chunk.len() + self.index.as_ref().map_or(0, SstIndex::approx_memory)) as i64;
+        crate::metrics::store_compaction_bytes(now - self.counted);
+        self.counted = now;
+    }
+}
+
+impl Drop for FileEntries {
+    fn drop(&mut self) {
+        crate::metrics::store_compaction_bytes(-self.counted);
+    }
 }
 
 fn external(e: StorageError) -> SstError {
@@ -315,6 +333,7 @@ impl FileEntries {
             chunk_start: 0,
             cur: None,
             done: false,
+            counted: 0,
         }
     }
 
@@ -329,6 +348,7 @@ impl FileEntries {
         if self.index.is_none() {
             let meta = self.read(self.file.meta_offset..self.file.size)?;
             self.index = Some(SstIndex::decode(meta)?);
+            self.count();
         }
         let Some(index) = &self.index else {
             return Ok(None);
@@ -360,6 +380,9 @@ impl FileEntries {
             }
             self.chunk = chunk;
             self.chunk_start = offset;
+            let now = (self.chunk.len() + index.approx_memory()) as i64;
+            crate::metrics::store_compaction_bytes(now - self.counted);
+            self.counted = now;
         }
         let from = (offset - self.chunk_start) as usize;
         let block = index.decode_block(i, self.chunk.slice(from..from + len as usize))?;
@@ -391,6 +414,24 @@ impl Iterator for FileEntries {
                 }
             }
         }
+    }
+}
+
+/// The output buffer of a merge, on the `ebbflow_store_compaction_bytes`
+/// gauge while it lasts.
+struct OutputBuffer(i64);
+
+impl OutputBuffer {
+    fn count(bytes: usize) -> OutputBuffer {
+        let n = i64::try_from(bytes).unwrap_or(i64::MAX);
+        crate::metrics::store_compaction_bytes(n);
+        OutputBuffer(n)
+    }
+}
+
+impl Drop for OutputBuffer {
+    fn drop(&mut self) {
+        crate::metrics::store_compaction_bytes(-self.0);
     }
 }
 
@@ -447,6 +488,12 @@ pub async fn run(
             sources.push(iter);
         }
         let drop_key = |k: &[u8]| table_of(k).is_some_and(|t| dropped.contains(&t));
+        // The output file's buffer, as `compact_into` reserves it.
+        let _output = OutputBuffer::count(
+            compact_options
+                .target_file_size
+                .saturating_add(compact_options.sst.block_size),
+        );
         let mut uploaded = Vec::new();
         compact_into(sources, &compact_options, &drop_key, |data, meta| {
             let id = handle
