@@ -285,8 +285,16 @@ impl ReadSnapshot for LsmSnapshot {
     }
 
     async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        self.scan_limit(range, usize::MAX).await
+    }
+
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
         MergeScan::new(self.version.clone(), Vec::new(), &range)
-            .collect(&self.sst, &range, usize::MAX)
+            .collect(&self.sst, &range, limit)
             .await
     }
 }

@@ -368,6 +368,41 @@ async fn uploads_cache_blocks_of_tables_being_read() {
         .any(|&(id, t)| t == 2 && !before.contains(&id)));
 }
 
+/// A snapshot read a page at a time gives the whole scan, in order.
+#[tokio::test]
+async fn snapshot_pages_make_the_whole_scan() {
+    let dir = Dir::new("pages");
+    let (s, v) = tiny_options();
+    let o = open(&dir, &s, &v).await;
+    for epoch in 1..=3u64 {
+        let writes = (0..300)
+            .map(|i| {
+                (
+                    key(1, i * 3 + epoch as u32),
+                    Some(Bytes::from(format!("v{i}"))),
+                )
+            })
+            .collect();
+        commit_writes(&o, epoch, writes).await;
+    }
+    let snapshot = o.store.snapshot();
+    let range = prefix_range(&1u32.to_be_bytes());
+    let all = snapshot.scan(range.clone()).await.expect("scan");
+    assert_eq!(all.len(), 900);
+    let (mut start, end) = range;
+    let mut paged = Vec::new();
+    loop {
+        let page = snapshot
+            .scan_limit((start, end.clone()), 128)
+            .await
+            .expect("page");
+        let Some((last, _)) = page.last() else { break };
+        start = Bound::Excluded(last.to_vec());
+        paged.extend(page);
+    }
+    assert_eq!(paged, all);
+}
+
 /// Files of an epoch that is already committed are refused: reads could
 /// not order them against that epoch's committed files.
 #[tokio::test]

@@ -159,6 +159,16 @@ pub trait ReadSnapshot: Send + Sync {
         (0, Vec::new())
     }
     async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>>;
+    /// The first `limit` pairs of `range`.
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        let mut all = self.scan(range).await?;
+        all.truncate(limit);
+        Ok(all)
+    }
 }
 
 /// The longest one epoch waits in [`EpochCommitter::write_stall`]; after it

@@ -436,18 +436,33 @@ pub async fn scan_table_committed(
     vnodes: Option<&Bitmap>,
 ) -> StorageResult<Vec<Row>> {
     let prefix = super::table_prefix(table_id);
-    let pairs = snapshot.scan(super::prefix_range(&prefix)).await?;
-    let mut out = Vec::with_capacity(pairs.len());
-    for (k, v) in pairs {
-        if let (Some(bm), Some(vnode)) = (vnodes, k.get(4..6)) {
-            if !bm.contains(u16::from_be_bytes([vnode[0], vnode[1]])) {
-                continue;
+    let (mut start, end) = super::prefix_range(&prefix);
+    let mut out = Vec::new();
+    // A page at a time, decoded as it comes: the encoded pairs of a large
+    // table are never all in memory beside its rows.
+    loop {
+        let pairs = snapshot.scan_limit((start, end.clone()), SCAN_PAGE).await?;
+        let full = pairs.len() == SCAN_PAGE;
+        let mut last = None;
+        for (k, v) in pairs {
+            let keep = match (vnodes, k.get(4..6)) {
+                (Some(bm), Some(vnode)) => bm.contains(u16::from_be_bytes([vnode[0], vnode[1]])),
+                _ => true,
+            };
+            if keep {
+                out.push(decode_row(&v, types, &[])?);
             }
+            last = Some(k);
         }
-        out.push(decode_row(&v, types, &[])?);
+        match last {
+            Some(k) if full => start = Bound::Excluded(k.to_vec()),
+            _ => return Ok(out),
+        }
     }
-    Ok(out)
 }
+
+/// Pairs a batch scan reads at a time.
+const SCAN_PAGE: usize = 4096;
 
 #[cfg(test)]
 mod tests {
