@@ -12,6 +12,8 @@ use super::{
     create_accumulator, get_i64, int_total, join_i128, split_i128, wrong_type, Accumulator,
     AggCall, AggKind,
 };
+use std::collections::HashMap;
+
 use crate::common::{Column, DataType, Datum, Op, Row, ScalarValue};
 use crate::expr::ExprResult;
 
@@ -22,12 +24,14 @@ pub enum AggStates {
     CountStar,
     Count(Vec<i64>),
     /// `sum`/`avg` of smallint, integer or bigint: the count of non-null
-    /// inputs and their exact total.
+    /// inputs and their exact total, in `sum` while it fits a bigint (8
+    /// bytes a group rather than 16) and in `wide` once it does not.
     IntSum {
         avg: bool,
         return_type: DataType,
         count: Vec<i64>,
-        sum: Vec<i128>,
+        sum: Vec<i64>,
+        wide: HashMap<u32, i128>,
     },
     /// Any other call.
     Boxed {
@@ -50,6 +54,7 @@ impl AggStates {
                 return_type: call.return_type,
                 count: Vec::new(),
                 sum: Vec::new(),
+                wide: HashMap::new(),
             },
             _ => AggStates::Boxed {
                 call: call.clone(),
@@ -78,9 +83,20 @@ impl AggStates {
             AggStates::Count(n) => {
                 n.swap_remove(g);
             }
-            AggStates::IntSum { count, sum, .. } => {
+            AggStates::IntSum {
+                count, sum, wide, ..
+            } => {
+                let last = sum.len().saturating_sub(1);
                 count.swap_remove(g);
                 sum.swap_remove(g);
+                if !wide.is_empty() {
+                    wide.remove(&(g as u32));
+                    if let Some(w) = wide.remove(&(last as u32)) {
+                        if g != last {
+                            wide.insert(g as u32, w);
+                        }
+                    }
+                }
             }
             AggStates::Boxed { accs, .. } => {
                 accs.swap_remove(g);
@@ -97,16 +113,13 @@ impl AggStates {
                     n[g] += if insert { 1 } else { -1 };
                 }
             }
-            AggStates::IntSum { count, sum, .. } => {
+            AggStates::IntSum {
+                count, sum, wide, ..
+            } => {
                 if let Some(v) = value {
-                    let x = v.as_i64().ok_or_else(|| wrong_type(v))? as i128;
-                    if insert {
-                        sum[g] += x;
-                        count[g] += 1;
-                    } else {
-                        sum[g] -= x;
-                        count[g] -= 1;
-                    }
+                    let x = v.as_i64().ok_or_else(|| wrong_type(v))?;
+                    add_total(sum, wide, g, x, insert);
+                    count[g] += if insert { 1 } else { -1 };
                 }
             }
             AggStates::Boxed { accs, .. } => accs[g].update(insert, value)?,
@@ -137,17 +150,17 @@ impl AggStates {
                     }
                 }
             }
-            (AggStates::IntSum { count, sum, .. }, Some(c)) if c.null_count() == 0 => {
+            (
+                AggStates::IntSum {
+                    count, sum, wide, ..
+                },
+                Some(c),
+            ) if c.null_count() == 0 => {
                 let mut add_all = |value: &dyn Fn(usize) -> i64| {
                     for (&i, &g) in rows.iter().zip(gs) {
-                        let (g, x) = (g as usize, value(i) as i128);
-                        if ops[i].is_insert() {
-                            sum[g] += x;
-                            count[g] += 1;
-                        } else {
-                            sum[g] -= x;
-                            count[g] -= 1;
-                        }
+                        let (g, insert) = (g as usize, ops[i].is_insert());
+                        add_total(sum, wide, g, value(i), insert);
+                        count[g] += if insert { 1 } else { -1 };
                     }
                 };
                 match c {
@@ -172,9 +185,10 @@ impl AggStates {
                 return_type,
                 count,
                 sum,
+                wide,
             } => match count[g] {
                 n if n <= 0 => None,
-                n => Some(int_total(sum[g], n, *avg, *return_type)?),
+                n => Some(int_total(total(sum, wide, g), n, *avg, *return_type)?),
             },
             AggStates::Boxed { accs, .. } => accs[g].output()?,
         })
@@ -185,10 +199,12 @@ impl AggStates {
         match self {
             AggStates::CountStar => vec![Some(ScalarValue::Int64(rows))],
             AggStates::Count(n) => vec![Some(ScalarValue::Int64(n[g]))],
-            AggStates::IntSum { count, sum, .. } => {
+            AggStates::IntSum {
+                count, sum, wide, ..
+            } => {
                 let mut row = Vec::with_capacity(3);
                 row.push(Some(ScalarValue::Int64(count[g])));
-                row.extend(split_i128(sum[g]));
+                row.extend(split_i128(total(sum, wide, g)));
                 row
             }
             AggStates::Boxed { accs, .. } => accs[g].save(),
@@ -203,9 +219,21 @@ impl AggStates {
                 get_i64(state, 0)?;
             }
             AggStates::Count(n) => n[g] = get_i64(state, 0)?,
-            AggStates::IntSum { count, sum, .. } => {
+            AggStates::IntSum {
+                count, sum, wide, ..
+            } => {
                 count[g] = get_i64(state, 0)?;
-                sum[g] = join_i128(state, 1)?;
+                let t = join_i128(state, 1)?;
+                match i64::try_from(t) {
+                    Ok(t) => {
+                        sum[g] = t;
+                        wide.remove(&(g as u32));
+                    }
+                    Err(_) => {
+                        sum[g] = 0;
+                        wide.insert(g as u32, t);
+                    }
+                }
             }
             AggStates::Boxed { accs, .. } => accs[g].load(state)?,
         }
@@ -218,7 +246,9 @@ impl AggStates {
         match self {
             AggStates::CountStar => 0,
             AggStates::Count(n) => n.capacity() * 8,
-            AggStates::IntSum { count, sum, .. } => count.capacity() * 8 + sum.capacity() * 16,
+            AggStates::IntSum {
+                count, sum, wide, ..
+            } => count.capacity() * 8 + sum.capacity() * 8 + wide.capacity() * 24,
             AggStates::Boxed { accs, .. } => {
                 let each = accs.first().map_or(0, |a| std::mem::size_of_val(&**a));
                 accs.capacity() * std::mem::size_of::<Box<dyn Accumulator>>() + accs.len() * each
@@ -230,13 +260,50 @@ impl AggStates {
         match self {
             AggStates::CountStar => {}
             AggStates::Count(n) => n.shrink_to_fit(),
-            AggStates::IntSum { count, sum, .. } => {
+            AggStates::IntSum {
+                count, sum, wide, ..
+            } => {
                 count.shrink_to_fit();
                 sum.shrink_to_fit();
+                wide.shrink_to_fit();
             }
             AggStates::Boxed { accs, .. } => accs.shrink_to_fit(),
         }
     }
+}
+
+/// Adds (`insert`) or subtracts `x` to group `g`'s total: in `sum` while
+/// the total fits a bigint, in `wide` from the first time it does not.
+fn add_total(sum: &mut [i64], wide: &mut HashMap<u32, i128>, g: usize, x: i64, insert: bool) {
+    if !wide.is_empty() {
+        if let Some(w) = wide.get_mut(&(g as u32)) {
+            *w += if insert { x as i128 } else { -(x as i128) };
+            return;
+        }
+    }
+    let next = if insert {
+        sum[g].checked_add(x)
+    } else {
+        sum[g].checked_sub(x)
+    };
+    match next {
+        Some(t) => sum[g] = t,
+        None => {
+            let t = sum[g] as i128 + if insert { x as i128 } else { -(x as i128) };
+            sum[g] = 0;
+            wide.insert(g as u32, t);
+        }
+    }
+}
+
+/// Group `g`'s total.
+fn total(sum: &[i64], wide: &HashMap<u32, i128>, g: usize) -> i128 {
+    if !wide.is_empty() {
+        if let Some(&w) = wide.get(&(g as u32)) {
+            return w;
+        }
+    }
+    sum[g] as i128
 }
 
 #[cfg(test)]
@@ -255,6 +322,41 @@ mod tests {
 
     fn int(v: i64) -> Datum {
         Some(ScalarValue::Int64(v))
+    }
+
+    /// A total past a bigint stays exact through updates a column at a
+    /// time, retractions and the moves of group removals.
+    #[test]
+    fn totals_past_bigint_stay_exact() {
+        let dec = |t: i128| {
+            Some(ScalarValue::Decimal(
+                rust_decimal::Decimal::from_i128_with_scale(t, 0),
+            ))
+        };
+        let c = call(
+            AggKind::Sum,
+            Some(DataType::Int64),
+            DataType::Decimal,
+            false,
+        );
+        let mut s = AggStates::new(&c);
+        for _ in 0..3 {
+            s.push();
+        }
+        let big = i64::MAX as i128;
+        let col = Column::Int64(arrow_array::Int64Array::from(vec![i64::MAX, i64::MAX, 7]));
+        assert!(s.update_column(&[1, 1, 2], &[0, 1, 2], &[Op::Insert; 3], Some(&col)));
+        assert_eq!(s.output(1, 2).expect("output"), dec(2 * big));
+        assert_eq!(s.output(2, 1).expect("output"), dec(7));
+        // Group 2 moves into 0, then group 1 (the wide one) into 0.
+        s.swap_remove(0);
+        assert_eq!(s.output(0, 1).expect("output"), dec(7));
+        assert_eq!(s.output(1, 2).expect("output"), dec(2 * big));
+        s.swap_remove(0);
+        assert_eq!(s.output(0, 2).expect("output"), dec(2 * big));
+        s.update(0, false, &int(i64::MAX)).expect("retract");
+        assert_eq!(s.output(0, 1).expect("output"), dec(big));
+        assert_eq!(s.save(0, 1)[1..], split_i128(big)[..]);
     }
 
     /// Packed and boxed states of the same call agree on every output and
