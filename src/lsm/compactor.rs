@@ -297,23 +297,26 @@ struct FileEntries {
     chunk_start: u64,
     cur: Option<BlockIter>,
     done: bool,
-    /// What this input adds to `ebbflow_store_compaction_bytes`: its index
-    /// and its chunk.
-    counted: i64,
+    /// Its index and chunk, on the gauge.
+    counted: CompactionBytes,
 }
 
-impl FileEntries {
-    fn count(&mut self) {
-        let now =
-            (self.chunk.len() + self.index.as_ref().map_or(0, SstIndex::approx_memory)) as i64;
-        crate::metrics::store_compaction_bytes(now - self.counted);
-        self.counted = now;
+/// Bytes a merge holds, on the `ebbflow_store_compaction_bytes` gauge
+/// while this lasts.
+#[derive(Default)]
+struct CompactionBytes(i64);
+
+impl CompactionBytes {
+    fn set(&mut self, bytes: usize) {
+        let n = i64::try_from(bytes).unwrap_or(i64::MAX);
+        crate::metrics::store_compaction_bytes(n - self.0);
+        self.0 = n;
     }
 }
 
-impl Drop for FileEntries {
+impl Drop for CompactionBytes {
     fn drop(&mut self) {
-        crate::metrics::store_compaction_bytes(-self.counted);
+        crate::metrics::store_compaction_bytes(-self.0);
     }
 }
 
@@ -333,7 +336,7 @@ impl FileEntries {
             chunk_start: 0,
             cur: None,
             done: false,
-            counted: 0,
+            counted: CompactionBytes::default(),
         }
     }
 
@@ -347,8 +350,9 @@ impl FileEntries {
     fn next_block(&mut self) -> Result<Option<BlockIter>, SstError> {
         if self.index.is_none() {
             let meta = self.read(self.file.meta_offset..self.file.size)?;
-            self.index = Some(SstIndex::decode(meta)?);
-            self.count();
+            let index = SstIndex::decode(meta)?;
+            self.counted.set(index.approx_memory());
+            self.index = Some(index);
         }
         let Some(index) = &self.index else {
             return Ok(None);
@@ -380,9 +384,7 @@ impl FileEntries {
             }
             self.chunk = chunk;
             self.chunk_start = offset;
-            let now = (self.chunk.len() + index.approx_memory()) as i64;
-            crate::metrics::store_compaction_bytes(now - self.counted);
-            self.counted = now;
+            self.counted.set(self.chunk.len() + index.approx_memory());
         }
         let from = (offset - self.chunk_start) as usize;
         let block = index.decode_block(i, self.chunk.slice(from..from + len as usize))?;
@@ -414,24 +416,6 @@ impl Iterator for FileEntries {
                 }
             }
         }
-    }
-}
-
-/// The output buffer of a merge, on the `ebbflow_store_compaction_bytes`
-/// gauge while it lasts.
-struct OutputBuffer(i64);
-
-impl OutputBuffer {
-    fn count(bytes: usize) -> OutputBuffer {
-        let n = i64::try_from(bytes).unwrap_or(i64::MAX);
-        crate::metrics::store_compaction_bytes(n);
-        OutputBuffer(n)
-    }
-}
-
-impl Drop for OutputBuffer {
-    fn drop(&mut self) {
-        crate::metrics::store_compaction_bytes(-self.0);
     }
 }
 
@@ -489,7 +473,8 @@ pub async fn run(
         }
         let drop_key = |k: &[u8]| table_of(k).is_some_and(|t| dropped.contains(&t));
         // The output file's buffer, as `compact_into` reserves it.
-        let _output = OutputBuffer::count(
+        let mut output = CompactionBytes::default();
+        output.set(
             compact_options
                 .target_file_size
                 .saturating_add(compact_options.sst.block_size),

@@ -284,10 +284,6 @@ impl ReadSnapshot for LsmSnapshot {
         (self.version.id, files)
     }
 
-    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        self.scan_limit(range, usize::MAX).await
-    }
-
     async fn scan_limit(
         &self,
         range: KeyRange,

@@ -115,8 +115,13 @@ impl ReadSnapshot for MemorySnapshot {
         self.epoch
     }
 
-    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
+    async fn scan_limit(
+        &self,
+        range: KeyRange,
+        limit: usize,
+    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
         Ok(range_of(&self.map, &range)
+            .take(limit)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }

@@ -158,16 +158,11 @@ pub trait ReadSnapshot: Send + Sync {
     fn files(&self) -> (u64, Vec<SstInfo>) {
         (0, Vec::new())
     }
-    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>>;
     /// The first `limit` pairs of `range`.
-    async fn scan_limit(
-        &self,
-        range: KeyRange,
-        limit: usize,
-    ) -> StorageResult<Vec<(Bytes, Bytes)>> {
-        let mut all = self.scan(range).await?;
-        all.truncate(limit);
-        Ok(all)
+    async fn scan_limit(&self, range: KeyRange, limit: usize)
+        -> StorageResult<Vec<(Bytes, Bytes)>>;
+    async fn scan(&self, range: KeyRange) -> StorageResult<Vec<(Bytes, Bytes)>> {
+        self.scan_limit(range, usize::MAX).await
     }
 }
 
