@@ -716,6 +716,11 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         AggKind::Min => "min",
         AggKind::Max => "max",
         AggKind::Avg => "avg",
+        AggKind::BoolAnd => "bool_and",
+        AggKind::BoolOr => "bool_or",
+        AggKind::BitAnd => "bit_and",
+        AggKind::BitOr => "bit_or",
+        AggKind::BitXor => "bit_xor",
     };
     let ret = match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Some(Int64),
@@ -734,6 +739,10 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         },
         // PostgreSQL has no min/max over boolean (bool_and/bool_or instead).
         (AggKind::Min | AggKind::Max, Some(t)) => (t != Boolean).then_some(t),
+        (AggKind::BoolAnd | AggKind::BoolOr, Some(t)) => (t == Boolean).then_some(t),
+        (AggKind::BitAnd | AggKind::BitOr | AggKind::BitXor, Some(t)) => {
+            matches!(t, Int16 | Int32 | Int64).then_some(t)
+        }
     };
     ret.ok_or_else(|| {
         ExprError::new(

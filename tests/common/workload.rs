@@ -48,6 +48,10 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT k, avg(v) AS av, avg(n) AS an FROM t1 GROUP BY k",
     ),
     (
+        "mv_bool_bit",
+        "SELECT k, bool_and(b) AS ba, bool_or(b) AS bo, bit_and(v) AS av, bit_or(v) AS ov, bit_xor(v) AS xv, bit_xor(DISTINCT id) AS xd FROM t1 GROUP BY k",
+    ),
+    (
         "mv_global",
         "SELECT count(*) AS c, count(n) AS cn, sum(v) AS sv, min(v) AS mn, max(v) AS mx, avg(n) AS an FROM t1",
     ),

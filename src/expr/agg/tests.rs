@@ -199,3 +199,35 @@ fn corrupt_state_is_an_error() {
     let mut acc = create_accumulator(&call(AggKind::Count, Some(Int32), true));
     assert!(acc.load(&[Some(ScalarValue::Int64(5))]).is_err());
 }
+
+#[test]
+fn bool_and_or_retract_exactly() {
+    let and = |u: &[&str]| run(AggKind::BoolAnd, Boolean, false, u);
+    let or = |u: &[&str]| run(AggKind::BoolOr, Boolean, false, u);
+    assert_eq!(and(&["true", "false", "NULL"]), "f");
+    assert_eq!(and(&["true", "false", "~false"]), "t");
+    assert_eq!(and(&["NULL"]), "NULL");
+    assert_eq!(and(&["false", "~false"]), "NULL");
+    assert_eq!(or(&["false", "true", "true", "~true"]), "t");
+    assert_eq!(or(&["false", "true", "~true"]), "f");
+}
+
+#[test]
+fn bit_aggregates_retract_exactly() {
+    let bits = |kind, ty, u: &[&str]| run(kind, ty, false, u);
+    assert_eq!(bits(AggKind::BitAnd, Int32, &["12", "10"]), "8");
+    // A retracted input's missing bits come back.
+    assert_eq!(bits(AggKind::BitAnd, Int32, &["12", "10", "~10"]), "12");
+    assert_eq!(bits(AggKind::BitOr, Int32, &["12", "10", "~10"]), "12");
+    assert_eq!(bits(AggKind::BitXor, Int32, &["12", "10", "~10"]), "12");
+    // Negative inputs: all 64 bits counted, the result narrowed back.
+    assert_eq!(bits(AggKind::BitAnd, Int16, &["-1", "-6"]), "-6");
+    assert_eq!(
+        bits(AggKind::BitOr, Int64, &["-9223372036854775808", "1"]),
+        "-9223372036854775807"
+    );
+    assert_eq!(bits(AggKind::BitXor, Int64, &["-1", "5"]), "-6");
+    assert_eq!(bits(AggKind::BitOr, Int32, &["NULL"]), "NULL");
+    assert_eq!(bits(AggKind::BitAnd, Int32, &["3", "~3"]), "NULL");
+    assert_eq!(run(AggKind::BitXor, Int32, true, &["5", "5", "3"]), "6");
+}

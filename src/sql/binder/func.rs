@@ -24,6 +24,11 @@ pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
         "min" => AggKind::Min,
         "max" => AggKind::Max,
         "avg" => AggKind::Avg,
+        "bool_and" | "every" => AggKind::BoolAnd,
+        "bool_or" => AggKind::BoolOr,
+        "bit_and" => AggKind::BitAnd,
+        "bit_or" => AggKind::BitOr,
+        "bit_xor" => AggKind::BitXor,
         _ => return None,
     })
 }
@@ -32,11 +37,6 @@ pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
 const UNSUPPORTED_AGGREGATES: &[&str] = &[
     "string_agg",
     "array_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "bit_and",
-    "bit_or",
     "stddev",
     "stddev_pop",
     "stddev_samp",

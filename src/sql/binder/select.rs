@@ -88,6 +88,11 @@ pub(super) fn agg_name(kind: AggKind) -> &'static str {
         AggKind::Min => "min",
         AggKind::Max => "max",
         AggKind::Avg => "avg",
+        AggKind::BoolAnd => "bool_and",
+        AggKind::BoolOr => "bool_or",
+        AggKind::BitAnd => "bit_and",
+        AggKind::BitOr => "bit_or",
+        AggKind::BitXor => "bit_xor",
     }
 }
 
