@@ -48,6 +48,10 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT k, avg(v) AS av, avg(n) AS an FROM t1 GROUP BY k",
     ),
     (
+        "mv_agg_filter",
+        "SELECT k, count(*) FILTER (WHERE b) AS cb, sum(v) FILTER (WHERE s IS NOT NULL) AS ss, max(n) FILTER (WHERE v > 0) AS mn, count(DISTINCT s) FILTER (WHERE NOT b) AS cds FROM t1 GROUP BY k",
+    ),
+    (
         "mv_bool_bit",
         "SELECT k, bool_and(b) AS ba, bool_or(b) AS bo, bit_and(v) AS av, bit_or(v) AS ov, bit_xor(v) AS xv, bit_xor(DISTINCT id) AS xd FROM t1 GROUP BY k",
     ),

@@ -221,9 +221,6 @@ impl Binder<'_> {
         if let Some(over) = &f.over {
             return self.bind_attnum_row_number(scope, &name, f, over);
         }
-        if f.filter.is_some() {
-            return Err(SqlError::unsupported("aggregate FILTER"));
-        }
         if !f.within_group.is_empty() {
             return Err(SqlError::unsupported("WITHIN GROUP"));
         }
@@ -250,7 +247,13 @@ impl Binder<'_> {
             }
         };
         if let Some(kind) = agg_kind(&name) {
-            return self.bind_aggregate(scope, &name, kind, distinct, args);
+            return self.bind_aggregate(scope, &name, kind, distinct, args, f.filter.as_deref());
+        }
+        if f.filter.is_some() {
+            return Err(SqlError::new(
+                "42809",
+                format!("FILTER specified, but {name} is not an aggregate function"),
+            ));
         }
         if UNSUPPORTED_AGGREGATES.contains(&name.as_str()) {
             return Err(SqlError::unsupported(format!("aggregate function {name}")));
@@ -300,6 +303,7 @@ impl Binder<'_> {
         kind: AggKind,
         distinct: bool,
         args: &[FunctionArg],
+        filter: Option<&ast::Expr>,
     ) -> SqlResult<BExpr> {
         if let ExprCtx::Plain { agg_error } = &self.ctx {
             return Err(SqlError::new("42803", *agg_error));
@@ -334,6 +338,23 @@ impl Binder<'_> {
                 let arg = self.bind_typed(scope, e);
                 self.ctx = saved;
                 (kind, Some(arg?))
+            }
+        };
+        let (kind, arg) = match filter {
+            None => (kind, arg),
+            Some(cond) => {
+                let saved = std::mem::replace(
+                    &mut self.ctx,
+                    ExprCtx::Plain {
+                        agg_error: "aggregate functions are not allowed in FILTER",
+                    },
+                );
+                let cond = self
+                    .bind_expr(scope, cond)
+                    .and_then(|c| self.resolve(c, DataType::Boolean));
+                self.ctx = saved;
+                let cond = super::expr::check_bool(cond?, "FILTER")?;
+                filtered(kind, arg, cond)
             }
         };
         let ret = agg_return_type(kind, arg.as_ref().map(Expr::return_type))?;
@@ -466,4 +487,27 @@ pub(super) fn figure_name(e: &ast::Expr) -> String {
         E::Floor { .. } => "floor".into(),
         _ => "?column?".into(),
     }
+}
+
+/// `agg(x) FILTER (WHERE c)` as `agg(CASE WHEN c THEN x END)`, and
+/// `count(*) FILTER (WHERE c)` as `count(CASE WHEN c THEN 1 END)`: every
+/// aggregate ebbflow has ignores NULL inputs, so a row the filter does not
+/// pass (false or NULL) is one the call does not see, in streaming and
+/// batch alike. (An aggregate that keeps NULLs, like `array_agg`, will
+/// need the filter as a column of its own.)
+fn filtered(kind: AggKind, arg: Option<Expr>, cond: Expr) -> (AggKind, Option<Expr>) {
+    let (kind, then) = match arg {
+        Some(a) => (kind, a),
+        None => (
+            AggKind::Count,
+            Expr::literal(Some(crate::common::ScalarValue::Int32(1)), DataType::Int32),
+        ),
+    };
+    let ty = then.return_type();
+    let case = Expr::Case {
+        whens: vec![(cond, then)],
+        else_: None,
+        ty,
+    };
+    (kind, Some(case))
 }
