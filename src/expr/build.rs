@@ -77,6 +77,16 @@ pub enum Func {
     RegexIMatch,
     RegexNotIMatch,
     QuoteIdent,
+    /// `concat(a, b, …)`: the arguments' text forms, NULLs skipped.
+    ConcatFn,
+    /// `concat_ws(separator, a, b, …)`.
+    ConcatWs,
+    /// `date_trunc(unit, timestamp)`.
+    DateTrunc,
+    /// `extract(unit FROM timestamp | date)`, as `[unit, source]`: numeric.
+    Extract,
+    /// `date_part(unit, timestamp)`: double precision.
+    DatePart,
     /// `[count, value]`: the value of a scalar subquery decorrelated into
     /// a join with a grouped aggregate, where `count` is how many rows the
     /// subquery had for this outer row; more than one is an error (21000).
@@ -106,6 +116,11 @@ impl Func {
             "ceil" | "ceiling" => Func::Ceil,
             "floor" => Func::Floor,
             "quote_ident" => Func::QuoteIdent,
+            "concat" => Func::ConcatFn,
+            "concat_ws" => Func::ConcatWs,
+            "date_trunc" => Func::DateTrunc,
+            "extract" => Func::Extract,
+            "date_part" => Func::DatePart,
             _ => return None,
         })
     }
@@ -188,6 +203,11 @@ impl Func {
             Func::RegexIMatch => "texticregexeq",
             Func::RegexNotIMatch => "texticregexne",
             Func::QuoteIdent => "quote_ident",
+            Func::ConcatFn => "concat",
+            Func::ConcatWs => "concat_ws",
+            Func::DateTrunc => "date_trunc",
+            Func::Extract => "extract",
+            Func::DatePart => "date_part",
             Func::ScalarSubquery => "scalar subquery",
         }
     }
@@ -442,6 +462,55 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         Func::Lower | Func::Upper | Func::QuoteIdent => {
             arity(types == [Varchar])?;
             Ok(func_expr(func, args, Varchar))
+        }
+        Func::ConcatFn | Func::ConcatWs => {
+            arity(!args.is_empty())?;
+            let mut out = Vec::with_capacity(args.len());
+            for (i, a) in args.into_iter().enumerate() {
+                // The separator is text; the rest keep their types (their
+                // text output is used, as PostgreSQL does: `t` for true).
+                if (i == 0 && func == Func::ConcatWs) || is_unknown(&a) {
+                    if a.return_type() != Varchar && !is_unknown(&a) {
+                        return Err(err());
+                    }
+                    out.push(coerce(a, Varchar)?);
+                } else {
+                    out.push(a);
+                }
+            }
+            Ok(func_expr(func, out, Varchar))
+        }
+        Func::DateTrunc | Func::Extract | Func::DatePart => {
+            arity(args.len() == 2)?;
+            let mut it = args.into_iter();
+            let (unit, source) = (it.next().ok_or_else(err)?, it.next().ok_or_else(err)?);
+            if unit.return_type() != Varchar && !is_unknown(&unit) {
+                return Err(err());
+            }
+            let unit = coerce(unit, Varchar)?;
+            let source = match (func, source.return_type()) {
+                (_, _) if is_unknown(&source) => coerce(source, Timestamp)?,
+                (_, Timestamp) | (Func::Extract, Date) => source,
+                (_, Date) => build_cast(source, Timestamp, true)?,
+                _ => return Err(err()),
+            };
+            // A constant unit is checked now rather than at the first row.
+            if let Expr::Literal { value: Some(v), .. } = &unit {
+                if let Some(name) = v.as_str() {
+                    let ty = if source.return_type() == Date {
+                        "date"
+                    } else {
+                        "timestamp without time zone"
+                    };
+                    super::datetime::parse_unit(name, ty)?;
+                }
+            }
+            let ret = match func {
+                Func::DateTrunc => Timestamp,
+                Func::Extract => Decimal,
+                _ => Float64,
+            };
+            Ok(func_expr(func, vec![unit, source], ret))
         }
         Func::ScalarSubquery => {
             arity(types.len() == 2 && types[0] == Int64)?;

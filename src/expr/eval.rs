@@ -167,6 +167,27 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
                 same == (func == Func::IsNotDistinctFrom),
             )));
         }
+        Func::ConcatFn | Func::ConcatWs => {
+            let vals = eval_args(args, row)?;
+            let (sep, parts) = match func {
+                Func::ConcatWs => match vals.split_first() {
+                    Some((Some(sep), rest)) => (as_str(sep)?, rest),
+                    _ => return Ok(None),
+                },
+                _ => ("", vals.as_slice()),
+            };
+            let mut out = String::new();
+            for (i, v) in parts.iter().flatten().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                match v.as_str() {
+                    Some(s) => out.push_str(s),
+                    None => out.push_str(&crate::common::text::format_datum(v)),
+                }
+            }
+            return Ok(Some(ScalarValue::varchar(out)));
+        }
         Func::Greatest | Func::Least => {
             let mut best: Option<ScalarValue> = None;
             for v in eval_args(args, row)?.into_iter().flatten() {
@@ -238,6 +259,8 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::Greatest
             | Func::Least
             | Func::ScalarSubquery
+            | Func::ConcatFn
+            | Func::ConcatWs
             | Func::NullIf
     )
 }
@@ -275,6 +298,26 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             Ok(Some(ScalarValue::Boolean(m != negate)))
         }
         Func::Upper => text(as_str(v(0)?)?.to_uppercase()),
+        Func::DateTrunc => match v(1)? {
+            ScalarValue::Timestamp(t) => Ok(Some(ScalarValue::Timestamp(
+                super::datetime::date_trunc(as_str(v(0)?)?, *t)?,
+            ))),
+            other => Err(internal(format!("date_trunc of {}", other.data_type()))),
+        },
+        Func::Extract => {
+            let unit = as_str(v(0)?)?;
+            Ok(Some(ScalarValue::Decimal(match v(1)? {
+                ScalarValue::Timestamp(t) => super::datetime::extract_timestamp(unit, *t)?,
+                ScalarValue::Date(d) => super::datetime::extract_date(unit, *d)?,
+                other => return Err(internal(format!("extract from {}", other.data_type()))),
+            })))
+        }
+        Func::DatePart => match v(1)? {
+            ScalarValue::Timestamp(t) => Ok(Some(ScalarValue::float64(
+                super::datetime::date_part(as_str(v(0)?)?, *t)?,
+            ))),
+            other => Err(internal(format!("date_part of {}", other.data_type()))),
+        },
         Func::Length => Ok(Some(ScalarValue::Int32(
             i32::try_from(as_str(v(0)?)?.chars().count())
                 .map_err(|_| int_out_of_range(DataType::Int32))?,

@@ -14,6 +14,7 @@ pub mod agg;
 mod arith;
 pub mod build;
 pub mod cast;
+mod datetime;
 pub mod eval;
 mod string;
 pub mod vector;

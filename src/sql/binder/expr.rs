@@ -550,7 +550,15 @@ impl Binder<'_> {
             E::Exists { .. } => Err(SqlError::unsupported("EXISTS subqueries")),
             E::Tuple(_) => Err(SqlError::unsupported("row constructors")),
             E::Array(_) => Err(SqlError::unsupported("arrays")),
-            E::Extract { .. } => Err(SqlError::unsupported("EXTRACT")),
+            E::Extract { field, expr, .. } => {
+                let unit = Expr::literal(
+                    Some(ScalarValue::varchar(field.to_string().to_lowercase())),
+                    DataType::Varchar,
+                );
+                let source = self.bind_expr(scope, expr)?;
+                let source = self.resolve(source, DataType::Timestamp)?;
+                Ok(BExpr::Typed(build_func(Func::Extract, vec![unit, source])?))
+            }
             E::AtTimeZone { .. } => Err(SqlError::unsupported("AT TIME ZONE")),
             E::AnyOp { .. } | E::AllOp { .. } => Err(SqlError::unsupported("ANY/ALL")),
             other => Err(SqlError::unsupported(format!("expression \"{other}\""))),

@@ -455,6 +455,7 @@ pub(super) fn figure_name(e: &ast::Expr) -> String {
             .map(|i| ident_value(&i.value, i.quote_style))
             .unwrap_or_else(|| "?column?".into()),
         E::Function(f) => function_name(&f.name),
+        E::Extract { .. } => "extract".into(),
         E::Nested(inner) => figure_name(inner),
         E::Cast {
             expr, data_type, ..
