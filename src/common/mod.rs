@@ -6,10 +6,12 @@ pub mod column;
 pub mod encoding;
 pub mod order;
 pub mod text;
+pub mod time_unit;
 pub mod types;
 
 pub use bitmap::Bitmap;
 pub use chunk::{Op, StreamChunk, StreamChunkBuilder, CHUNK_SIZE};
 pub use column::{datum_ref, Column, ColumnBuilder, DatumRef, ScalarRef};
 pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
+pub use time_unit::TimeUnit;
 pub use types::{DataType, Datum, Field, Interval, Row, ScalarValue, F64};

@@ -8,54 +8,11 @@ use rust_decimal::Decimal;
 
 use super::{ExprError, ExprResult};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    Microseconds,
-    Milliseconds,
-    Second,
-    Minute,
-    Hour,
-    Day,
-    Week,
-    Month,
-    Quarter,
-    Year,
-    Decade,
-    Century,
-    Millennium,
-    Epoch,
-    Dow,
-    IsoDow,
-    Doy,
-    IsoYear,
-    Julian,
-}
+use crate::common::TimeUnit as Unit;
 
 /// A unit by any of PostgreSQL's spellings (case-insensitive).
 pub fn unit(name: &str) -> Option<Unit> {
-    use Unit::*;
-    Some(match name.trim().to_ascii_lowercase().as_str() {
-        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => Microseconds,
-        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => Milliseconds,
-        "second" | "seconds" | "s" | "sec" | "secs" => Second,
-        "minute" | "minutes" | "m" | "min" | "mins" => Minute,
-        "hour" | "hours" | "h" | "hr" | "hrs" => Hour,
-        "day" | "days" | "d" => Day,
-        "week" | "weeks" | "w" => Week,
-        "month" | "months" | "mon" | "mons" => Month,
-        "quarter" | "qtr" => Quarter,
-        "year" | "years" | "y" | "yr" | "yrs" => Year,
-        "decade" | "decades" | "dec" | "decs" => Decade,
-        "century" | "centuries" | "c" | "cent" => Century,
-        "millennium" | "millennia" | "mil" | "mils" => Millennium,
-        "epoch" => Epoch,
-        "dow" => Dow,
-        "isodow" => IsoDow,
-        "doy" => Doy,
-        "isoyear" => IsoYear,
-        "julian" | "j" => Julian,
-        _ => return None,
-    })
+    Unit::from_word(&name.trim().to_ascii_lowercase())
 }
 
 const TIMESTAMP: &str = "timestamp without time zone";

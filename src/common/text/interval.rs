@@ -54,45 +54,27 @@ pub fn format_interval(iv: &Interval) -> String {
     out
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Unit {
-    Micro,
-    Milli,
-    Second,
-    Minute,
-    Hour,
-    Day,
-    Week,
-    Month,
-    Year,
-    Decade,
-    Century,
-    Millennium,
+use crate::common::TimeUnit as Unit;
+
+/// A unit an interval's text may name: not `quarter`, `epoch`, `dow`, ….
+fn interval_unit(w: &str) -> Option<Unit> {
+    Unit::from_word(w).filter(|u| {
+        !matches!(
+            u,
+            Unit::Quarter
+                | Unit::Epoch
+                | Unit::Dow
+                | Unit::IsoDow
+                | Unit::Doy
+                | Unit::IsoYear
+                | Unit::Julian
+        )
+    })
 }
 
-impl Unit {
-    fn from_word(w: &str) -> Option<Unit> {
-        Some(match w {
-            "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => Unit::Micro,
-            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => Unit::Milli,
-            "second" | "seconds" | "s" | "sec" | "secs" => Unit::Second,
-            "minute" | "minutes" | "m" | "min" | "mins" => Unit::Minute,
-            "hour" | "hours" | "h" | "hr" | "hrs" => Unit::Hour,
-            "day" | "days" | "d" => Unit::Day,
-            "week" | "weeks" | "w" => Unit::Week,
-            "month" | "months" | "mon" | "mons" => Unit::Month,
-            "year" | "years" | "y" | "yr" | "yrs" => Unit::Year,
-            "decade" | "decades" | "dec" | "decs" => Unit::Decade,
-            "century" | "centuries" | "c" | "cent" => Unit::Century,
-            "millennium" | "millennia" | "mil" | "mils" => Unit::Millennium,
-            _ => return None,
-        })
-    }
-
-    /// The field bit PostgreSQL uses to reject a unit given twice.
-    fn mask(self) -> u32 {
-        1 << (self as u32)
-    }
+/// The field bit PostgreSQL uses to reject a unit given twice.
+fn unit_bit(u: Unit) -> u32 {
+    1 << (u as u32)
 }
 
 const TIME_MASK: u32 =
@@ -114,8 +96,8 @@ impl Acc {
 
     fn apply(&mut self, v: f64, unit: Unit) {
         match unit {
-            Unit::Micro => self.micros += v.round_ties_even() as i128,
-            Unit::Milli => self.micros += (v * 1e3).round_ties_even() as i128,
+            Unit::Microseconds => self.micros += v.round_ties_even() as i128,
+            Unit::Milliseconds => self.micros += (v * 1e3).round_ties_even() as i128,
             Unit::Second => self.micros += (v * 1e6).round_ties_even() as i128,
             Unit::Minute => self.micros += (v * 60e6).round_ties_even() as i128,
             Unit::Hour => self.micros += (v * 3600e6).round_ties_even() as i128,
@@ -129,6 +111,8 @@ impl Acc {
             Unit::Decade => self.add_months_of_years(v, 10.0),
             Unit::Century => self.add_months_of_years(v, 100.0),
             Unit::Millennium => self.add_months_of_years(v, 1000.0),
+            // Not interval units: `interval_unit` never gives them.
+            _ => {}
         }
     }
 
@@ -285,16 +269,16 @@ pub fn parse_interval(s: &str) -> Result<Interval, ParseError> {
             }
             let v = parse_number(tok).ok_or_else(bad)?;
             let next = toks.get(i).map(String::as_str);
-            if let Some(unit) = next.and_then(Unit::from_word) {
+            if let Some(unit) = next.and_then(interval_unit) {
                 i += 1;
-                set(unit.mask(), &mut mask)?;
+                set(unit_bit(unit), &mut mask)?;
                 acc.apply(v, unit);
             } else if next.is_some_and(|n| n.contains(':')) {
                 // `1 02:00:00`: a bare number before a time is days.
-                set(Unit::Day.mask(), &mut mask)?;
+                set(unit_bit(Unit::Day), &mut mask)?;
                 acc.apply(v, Unit::Day);
             } else {
-                set(Unit::Second.mask(), &mut mask)?;
+                set(unit_bit(Unit::Second), &mut mask)?;
                 acc.apply(v, Unit::Second);
             }
         }
