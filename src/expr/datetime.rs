@@ -15,7 +15,8 @@ pub fn unit(name: &str) -> Option<Unit> {
     Unit::from_word(&name.trim().to_ascii_lowercase())
 }
 
-const TIMESTAMP: &str = "timestamp without time zone";
+/// The type name PostgreSQL's unit errors give for `timestamp`.
+pub const TIMESTAMP: &str = "timestamp without time zone";
 
 /// The unit named `name`, or PostgreSQL's error for a name it does not
 /// know (`22023`).

@@ -11,8 +11,9 @@ use std::cmp::Ordering;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::arith::{arith, neg, normalize_zero, ArithOp};
-use super::build::{common_type, Func};
+use super::build::common_type;
 use super::cast::{cast_value, int_out_of_range};
+use super::func::Func;
 use super::string::{self, TrimSide};
 use super::{Expr, ExprError, ExprResult};
 use crate::common::{DataType, Datum, Row, ScalarValue, F64};

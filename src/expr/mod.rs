@@ -16,14 +16,16 @@ pub mod build;
 pub mod cast;
 mod datetime;
 pub mod eval;
+mod func;
 mod string;
 pub mod vector;
 
 use crate::common::{DataType, Datum};
 
 pub use agg::{create_accumulator, Accumulator, AggCall, AggKind, AggStates};
-pub use build::{agg_return_type, build_cast, build_func, common_type, Func};
+pub use build::{agg_return_type, build_cast, build_func, common_type};
 pub use cast::cast_value;
+pub use func::Func;
 pub use string::quote_ident;
 
 /// An error raised while building or evaluating an expression.

@@ -13,9 +13,9 @@
 use std::cmp::Ordering;
 
 use super::arith::{arith, ArithOp};
-use super::build::Func;
 use super::cast::cast_value;
 use super::eval::{apply_strict, compare, is_strict};
+use super::func::Func;
 use super::{Expr, ExprError, ExprResult};
 use crate::common::{
     datum_ref, Column, ColumnBuilder, DataType, Datum, ScalarRef, ScalarValue, StreamChunk,

@@ -1,0 +1,205 @@
+//! The scalar functions and operators, with their SQL names (what the
+//! binder looks up, and what errors and EXPLAIN print).
+
+/// Scalar functions and operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Func {
+    // arithmetic
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Neg,
+    // comparison
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    IsDistinctFrom,
+    IsNotDistinctFrom,
+    // logic
+    And,
+    Or,
+    Not,
+    IsNull,
+    IsNotNull,
+    IsTrue,
+    IsNotTrue,
+    IsFalse,
+    IsNotFalse,
+    // conditional
+    Coalesce,
+    NullIf,
+    Greatest,
+    Least,
+    // strings
+    Concat, // the `||` operator
+    Lower,
+    Upper,
+    Length,
+    /// `substr(string, from [, count])`.
+    Substr,
+    /// `btrim(string [, characters])`, i.e. `TRIM([BOTH] [chars FROM] s)`.
+    Trim,
+    /// `[string, pattern]` or `[string, pattern, escape]`.
+    Like,
+    NotLike,
+    ILike,
+    NotILike,
+    /// `replace(string, from, to)`.
+    Replace,
+    /// Arguments `[substring, string]`, the order of `POSITION(sub IN s)`.
+    Position,
+    // math
+    Round,
+    Abs,
+    Ceil,
+    Floor,
+    /// `ltrim(string [, characters])`, `TRIM(LEADING ...)`.
+    LTrim,
+    /// `rtrim(string [, characters])`, `TRIM(TRAILING ...)`.
+    RTrim,
+    /// `~`, `!~`, `~*`, `!~*`: POSIX-style regular expression match.
+    RegexMatch,
+    RegexNotMatch,
+    RegexIMatch,
+    RegexNotIMatch,
+    QuoteIdent,
+    /// `concat(a, b, …)`: the arguments' text forms, NULLs skipped.
+    ConcatFn,
+    /// `concat_ws(separator, a, b, …)`.
+    ConcatWs,
+    /// `date_trunc(unit, timestamp)`.
+    DateTrunc,
+    /// `extract(unit FROM timestamp | date)`, as `[unit, source]`: numeric.
+    Extract,
+    /// `date_part(unit, timestamp)`: double precision.
+    DatePart,
+    /// `[count, value]`: the value of a scalar subquery decorrelated into
+    /// a join with a grouped aggregate, where `count` is how many rows the
+    /// subquery had for this outer row; more than one is an error (21000).
+    ScalarSubquery,
+}
+
+impl Func {
+    /// Look a function up by its SQL name (lower case), e.g. `"lower"`,
+    /// `"substring"`/`"substr"`, `"char_length"`/`"length"`.
+    pub fn from_name(name: &str) -> Option<Func> {
+        Some(match name {
+            "coalesce" => Func::Coalesce,
+            "nullif" => Func::NullIf,
+            "greatest" => Func::Greatest,
+            "least" => Func::Least,
+            "lower" => Func::Lower,
+            "upper" => Func::Upper,
+            "length" | "char_length" | "character_length" => Func::Length,
+            "substr" | "substring" => Func::Substr,
+            "trim" | "btrim" => Func::Trim,
+            "ltrim" => Func::LTrim,
+            "rtrim" => Func::RTrim,
+            "replace" => Func::Replace,
+            "position" => Func::Position,
+            "round" => Func::Round,
+            "abs" => Func::Abs,
+            "ceil" | "ceiling" => Func::Ceil,
+            "floor" => Func::Floor,
+            "quote_ident" => Func::QuoteIdent,
+            "concat" => Func::ConcatFn,
+            "concat_ws" => Func::ConcatWs,
+            "date_trunc" => Func::DateTrunc,
+            "extract" => Func::Extract,
+            "date_part" => Func::DatePart,
+            _ => return None,
+        })
+    }
+
+    /// The operator symbol, for operators (used in error messages).
+    pub fn operator_symbol(self) -> Option<&'static str> {
+        Some(match self {
+            Func::Add => "+",
+            Func::Sub | Func::Neg => "-",
+            Func::Mul => "*",
+            Func::Div => "/",
+            Func::Mod => "%",
+            Func::Eq | Func::IsDistinctFrom | Func::IsNotDistinctFrom => "=",
+            Func::NotEq => "<>",
+            Func::Lt => "<",
+            Func::LtEq => "<=",
+            Func::Gt => ">",
+            Func::GtEq => ">=",
+            Func::Concat => "||",
+            Func::Like | Func::NotLike => "~~",
+            Func::RegexMatch => "~",
+            Func::RegexNotMatch => "!~",
+            Func::RegexIMatch => "~*",
+            Func::RegexNotIMatch => "!~*",
+            Func::ILike | Func::NotILike => "~~*",
+            _ => return None,
+        })
+    }
+
+    /// The SQL function name (for error messages and EXPLAIN).
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Add => "add",
+            Func::Sub => "subtract",
+            Func::Mul => "multiply",
+            Func::Div => "divide",
+            Func::Mod => "modulus",
+            Func::Neg => "neg",
+            Func::Eq => "equal",
+            Func::NotEq => "not_equal",
+            Func::Lt => "less_than",
+            Func::LtEq => "less_than_or_equal",
+            Func::Gt => "greater_than",
+            Func::GtEq => "greater_than_or_equal",
+            Func::IsDistinctFrom => "is_distinct_from",
+            Func::IsNotDistinctFrom => "is_not_distinct_from",
+            Func::And => "and",
+            Func::Or => "or",
+            Func::Not => "not",
+            Func::IsNull => "is_null",
+            Func::IsNotNull => "is_not_null",
+            Func::IsTrue => "is_true",
+            Func::IsNotTrue => "is_not_true",
+            Func::IsFalse => "is_false",
+            Func::IsNotFalse => "is_not_false",
+            Func::Coalesce => "coalesce",
+            Func::NullIf => "nullif",
+            Func::Greatest => "greatest",
+            Func::Least => "least",
+            Func::Concat => "concat_op",
+            Func::Lower => "lower",
+            Func::Upper => "upper",
+            Func::Length => "length",
+            Func::Substr => "substr",
+            Func::Trim => "btrim",
+            Func::LTrim => "ltrim",
+            Func::RTrim => "rtrim",
+            Func::Like => "like",
+            Func::NotLike => "not_like",
+            Func::ILike => "ilike",
+            Func::NotILike => "not_ilike",
+            Func::Replace => "replace",
+            Func::Position => "position",
+            Func::Round => "round",
+            Func::Abs => "abs",
+            Func::Ceil => "ceil",
+            Func::Floor => "floor",
+            Func::RegexMatch => "textregexeq",
+            Func::RegexNotMatch => "textregexne",
+            Func::RegexIMatch => "texticregexeq",
+            Func::RegexNotIMatch => "texticregexne",
+            Func::QuoteIdent => "quote_ident",
+            Func::ConcatFn => "concat",
+            Func::ConcatWs => "concat_ws",
+            Func::DateTrunc => "date_trunc",
+            Func::Extract => "extract",
+            Func::DatePart => "date_part",
+            Func::ScalarSubquery => "scalar subquery",
+        }
+    }
+}
