@@ -28,7 +28,7 @@ use tokio_postgres::Client;
 
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
 use common::rows::{canonical, minus, multiset, mv_mismatch, run, run_within, Row};
-use common::workload::{Gen, MVS, TABLES};
+use common::workload::{pg_def, Gen, MVS, TABLES};
 use common::{EbbflowServer, Postgres, ServerOptions};
 
 const DEFAULT_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
@@ -155,7 +155,7 @@ async fn run_seed(pg: &Postgres, seed: u64, rounds: usize) -> Result<(), String>
             state.both(&pgc, &eb, s).await?;
         }
         for (name, def) in MVS {
-            let pg_sql = format!("CREATE VIEW {name} AS {def}");
+            let pg_sql = format!("CREATE VIEW {name} AS {}", pg_def(name, def));
             let eb_sql = format!("CREATE MATERIALIZED VIEW {name} AS {def}");
             state.log.push(eb_sql.clone());
             run(&pgc, &pg_sql)

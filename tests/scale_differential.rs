@@ -50,7 +50,7 @@ use tokio_postgres::Client;
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
 use common::rows::{cell, mv_mismatch, run, run_within, Row};
 use common::stores::Stores;
-use common::workload::{Gen, MVS, TABLES};
+use common::workload::{pg_def, Gen, MVS, TABLES};
 use common::{EbbflowServer, Postgres, ServerOptions};
 use ops::{fragments, int, layout, list, squeeze_item, units, Op, Scaler};
 
@@ -265,9 +265,12 @@ async fn seed_body(
         eb_run(&eb, sql).await.map_err(|e| st.fail(&e))?;
     }
     for (name, def) in MVS {
-        run(&pg_dml, &format!("CREATE VIEW {name} AS {def}"))
-            .await
-            .map_err(|e| st.fail(&e))?;
+        run(
+            &pg_dml,
+            &format!("CREATE VIEW {name} AS {}", pg_def(name, def)),
+        )
+        .await
+        .map_err(|e| st.fail(&e))?;
         let sql = format!("CREATE MATERIALIZED VIEW {name} AS {def}");
         log.push(sql.clone());
         eb_run(&eb, &sql).await.map_err(|e| st.fail(&e))?;

@@ -16,6 +16,7 @@
 //!     ├─ Join            hash join on `on` keys, nested loop without (join.rs)
 //!     ├─ Union           concatenation
 //!     ├─ ExpandVector    one row per vector element (relational.rs)
+//!     ├─ HopWindow       one row per time window holding the row (relational.rs)
 //!     └─ TopN            stable sort, then OFFSET / LIMIT (top_n.rs)
 //! ```
 //!
@@ -50,7 +51,9 @@ use crate::planner::logical::LogicalPlan;
 
 pub use aggregate::execute_aggregate;
 pub use join::execute_join;
-pub use relational::{execute_expand_vector, execute_filter, execute_project, execute_values};
+pub use relational::{
+    execute_expand_vector, execute_filter, execute_hop_window, execute_project, execute_values,
+};
 pub use top_n::execute_top_n;
 
 /// An error raised while executing a batch plan.
@@ -212,6 +215,14 @@ pub fn execute(plan: &LogicalPlan, source: &dyn ScanSource) -> BatchResult<Vec<R
             let width = input_width(input);
             execute_expand_vector(execute(input, source)?, vector, width)
         }
+        LogicalPlan::HopWindow {
+            input,
+            time_col,
+            window,
+        } => {
+            let width = input_width(input);
+            execute_hop_window(execute(input, source)?, time_col, window, width)
+        }
     }
 }
 
@@ -228,6 +239,9 @@ fn input_width(plan: &LogicalPlan) -> usize {
         LogicalPlan::Union { inputs } => inputs.first().map(input_width).unwrap_or(0),
         LogicalPlan::ExpandVector { input, .. } => {
             input_width(input) + crate::planner::logical::EXPAND_FIELDS.len()
+        }
+        LogicalPlan::HopWindow { input, .. } => {
+            input_width(input) + crate::planner::logical::WINDOW_FIELDS.len()
         }
     }
 }

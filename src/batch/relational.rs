@@ -1,7 +1,9 @@
-//! Row-at-a-time operators: `Values`, `Project`, `Filter`, `ExpandVector`.
+//! Row-at-a-time operators: `Values`, `Project`, `Filter`, `ExpandVector`,
+//! `HopWindow`.
 
 use super::{check_expr, BatchError, BatchResult};
 use crate::common::{Row, ScalarValue};
+use crate::expr::window::{to_micros, TimeWindow};
 use crate::expr::Expr;
 
 /// Evaluate constant rows. Each expression sees an empty input row, so a
@@ -125,6 +127,42 @@ pub fn execute_expand_vector(rows: Vec<Row>, vector: &Expr, width: usize) -> Bat
             r.extend(row.iter().cloned());
             r.push(Some(ScalarValue::Int16(x)));
             r.push(Some(ScalarValue::Int32(n)));
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// Each row once per window holding its time, with the window's start and
+/// end (see [`LogicalPlan::HopWindow`](crate::planner::logical::LogicalPlan)).
+pub fn execute_hop_window(
+    rows: Vec<Row>,
+    time_col: &Expr,
+    window: &TimeWindow,
+    width: usize,
+) -> BatchResult<Vec<Row>> {
+    check_expr("window time", time_col, width)?;
+    let count = window.count();
+    let mut out = Vec::with_capacity(rows.len() * count.clamp(0, 64) as usize);
+    for row in rows {
+        let t = match time_col.eval(&row)? {
+            None => continue,
+            Some(ScalarValue::Timestamp(t)) => to_micros(t),
+            Some(other) => {
+                return Err(BatchError::internal(format!(
+                    "window time of type {}",
+                    other.data_type()
+                )))
+            }
+        };
+        for k in 0..count {
+            let (start, end) = window
+                .window(t, k)
+                .ok_or_else(|| BatchError::new("22008", "timestamp out of range"))?;
+            let mut r = Vec::with_capacity(width + 2);
+            r.extend(row.iter().cloned());
+            r.push(Some(ScalarValue::Timestamp(start)));
+            r.push(Some(ScalarValue::Timestamp(end)));
             out.push(r);
         }
     }

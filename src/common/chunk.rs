@@ -100,6 +100,11 @@ impl StreamChunk {
         &self.columns
     }
 
+    /// Which rows are there (`None`: all of them).
+    pub fn visibility(&self) -> Option<&BooleanBuffer> {
+        self.visibility.as_ref()
+    }
+
     pub fn into_parts(self) -> (Vec<Op>, Vec<Column>, Option<BooleanBuffer>) {
         (self.ops, self.columns, self.visibility)
     }

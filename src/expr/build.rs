@@ -310,6 +310,21 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             };
             Ok(func_expr(func, vec![unit, source], ret))
         }
+        Func::TumbleStart => {
+            arity((2..=3).contains(&args.len()))?;
+            let mut out = Vec::with_capacity(args.len());
+            for (i, a) in args.into_iter().enumerate() {
+                out.push(match (i, a.return_type()) {
+                    (0, Timestamp) => a,
+                    (0, Date) => build_cast(a, Timestamp, true)?,
+                    (0, _) if is_unknown(&a) => coerce(a, Timestamp)?,
+                    (_, Interval) => a,
+                    (_, _) if is_unknown(&a) => coerce(a, Interval)?,
+                    _ => return Err(err()),
+                });
+            }
+            Ok(func_expr(func, out, Timestamp))
+        }
         Func::ScalarSubquery => {
             arity(types.len() == 2 && types[0] == Int64)?;
             let t = types[1];

@@ -313,6 +313,18 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
                 other => return Err(internal(format!("extract from {}", other.data_type()))),
             })))
         }
+        Func::TumbleStart => {
+            let (ScalarValue::Timestamp(t), ScalarValue::Interval(size)) = (v(0)?, v(1)?) else {
+                return Err(internal("tumble_start of a non-timestamp"));
+            };
+            let offset = match vals.get(2) {
+                Some(ScalarValue::Interval(o)) => Some(o),
+                _ => None,
+            };
+            Ok(Some(ScalarValue::Timestamp(super::window::tumble_start(
+                *t, size, offset,
+            )?)))
+        }
         Func::DatePart => match v(1)? {
             ScalarValue::Timestamp(t) => Ok(Some(ScalarValue::float64(
                 super::datetime::date_part(as_str(v(0)?)?, *t)?,

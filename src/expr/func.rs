@@ -78,6 +78,9 @@ pub enum Func {
     Extract,
     /// `date_part(unit, timestamp)`: double precision.
     DatePart,
+    /// `tumble_start(timestamp, size [, offset])`: the start of the
+    /// tumbling window holding the time (see [`super::window`]).
+    TumbleStart,
     /// `[count, value]`: the value of a scalar subquery decorrelated into
     /// a join with a grouped aggregate, where `count` is how many rows the
     /// subquery had for this outer row; more than one is an error (21000).
@@ -112,6 +115,7 @@ impl Func {
             "date_trunc" => Func::DateTrunc,
             "extract" => Func::Extract,
             "date_part" => Func::DatePart,
+            "tumble_start" => Func::TumbleStart,
             _ => return None,
         })
     }
@@ -197,6 +201,7 @@ impl Func {
             Func::ConcatFn => "concat",
             Func::ConcatWs => "concat_ws",
             Func::DateTrunc => "date_trunc",
+            Func::TumbleStart => "tumble_start",
             Func::Extract => "extract",
             Func::DatePart => "date_part",
             Func::ScalarSubquery => "scalar subquery",

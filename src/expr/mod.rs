@@ -19,6 +19,7 @@ pub mod eval;
 mod func;
 mod string;
 pub mod vector;
+pub mod window;
 
 use crate::common::{DataType, Datum};
 

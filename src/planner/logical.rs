@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 pub use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{DataType, Field};
+use crate::expr::window::TimeWindow;
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::RelationDesc;
 
@@ -68,7 +69,18 @@ pub enum LogicalPlan {
         input: Box<LogicalPlan>,
         vector: Expr,
     },
+    /// `HOP(input, time, slide, size [, offset])`: each input row once per
+    /// window holding its time (`time_col`, a timestamp), followed by the
+    /// window's bounds ([`WINDOW_FIELDS`]). A NULL time is in no window.
+    HopWindow {
+        input: Box<LogicalPlan>,
+        time_col: Expr,
+        window: TimeWindow,
+    },
 }
+
+/// The columns `TUMBLE` and `HOP` add, both timestamps.
+pub const WINDOW_FIELDS: [&str; 2] = ["window_start", "window_end"];
 
 /// The columns [`LogicalPlan::ExpandVector`] adds: the fields of the
 /// record `_pg_expandarray` returns.
@@ -91,6 +103,11 @@ impl LogicalPlan {
             LogicalPlan::ExpandVector { input, .. } => {
                 let mut f = input.fields();
                 f.extend(EXPAND_FIELDS.map(|(n, t)| Field::new(n, t)));
+                f
+            }
+            LogicalPlan::HopWindow { input, .. } => {
+                let mut f = input.fields();
+                f.extend(WINDOW_FIELDS.map(|n| Field::new(n, DataType::Timestamp)));
                 f
             }
         }
@@ -125,6 +142,9 @@ impl LogicalPlan {
             LogicalPlan::ExpandVector { vector, .. } => {
                 writeln!(f, "{pad}ExpandVector {vector:?}")?
             }
+            LogicalPlan::HopWindow {
+                time_col, window, ..
+            } => writeln!(f, "{pad}HopWindow {time_col:?} {window:?}")?,
         }
         for c in self.children() {
             c.fmt_indent(f, depth + 1)?;
@@ -139,7 +159,8 @@ impl LogicalPlan {
             | LogicalPlan::Filter { input, .. }
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::TopN { input, .. }
-            | LogicalPlan::ExpandVector { input, .. } => vec![input],
+            | LogicalPlan::ExpandVector { input, .. }
+            | LogicalPlan::HopWindow { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } => vec![left, right],
             LogicalPlan::Union { inputs } => inputs.iter().collect(),
         }

@@ -295,6 +295,29 @@ impl<'a> StreamPlanner<'a> {
             LogicalPlan::ExpandVector { .. } => Err(PlanError::unsupported(
                 "set-returning functions in a materialized view",
             )),
+            LogicalPlan::HopWindow {
+                input,
+                time_col,
+                window,
+            } => {
+                let mut node = self.plan(input)?;
+                let (log, phys) = (input.fields().len(), node.types.len());
+                node.frag.nodes.push(NodeDesc::HopWindow {
+                    time_col: time_col.clone(),
+                    window: *window,
+                });
+                node.types.extend([DataType::Timestamp; 2]);
+                // A row is in several windows: the window start tells them
+                // apart. The distribution is the input's, whose columns
+                // pass through.
+                node.pk.push(phys);
+                if log == phys {
+                    return Ok(node);
+                }
+                // Back to the logical layout, hidden keys after it.
+                let keep = (0..log).chain([phys, phys + 1]).collect();
+                self.keep_keys(node, keep)
+            }
             LogicalPlan::Filter { input, predicate } => {
                 let mut node = self.plan(input)?;
                 node.frag.nodes.push(NodeDesc::Filter {

@@ -11,6 +11,7 @@ use super::exchange::{DispatchSet, Dispatcher, ExchangeRegistry, Merge, MergeInp
 use super::executor::filter::FilterExecutor;
 use super::executor::hash_agg::HashAggExecutor;
 use super::executor::hash_join::{HashJoinExecutor, JoinSide};
+use super::executor::hop_window::HopWindowExecutor;
 use super::executor::materialize::MaterializeExecutor;
 use super::executor::project::ProjectExecutor;
 use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
@@ -22,6 +23,7 @@ use super::source::datagen::DatagenDesc;
 use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{Bitmap, DataType};
+use crate::expr::window::TimeWindow;
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::TableId;
 use crate::storage::state_table::ValueCodec;
@@ -64,6 +66,10 @@ pub enum NodeDesc {
     },
     Filter {
         predicate: Expr,
+    },
+    HopWindow {
+        time_col: Expr,
+        window: TimeWindow,
     },
     Materialize {
         table: StateTableDesc,
@@ -111,6 +117,7 @@ impl NodeDesc {
         match self {
             NodeDesc::Project { .. } => "Project",
             NodeDesc::Filter { .. } => "Filter",
+            NodeDesc::HopWindow { .. } => "HopWindow",
             NodeDesc::Materialize { .. } => "Materialize",
             NodeDesc::HashAgg { .. } => "HashAgg",
             NodeDesc::HashJoin { .. } => "HashJoin",
@@ -271,6 +278,9 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
     let id = actor.actor_id;
     match node {
         NodeDesc::Project { exprs } => Box::new(ProjectExecutor::new(exprs.clone(), id)),
+        NodeDesc::HopWindow { time_col, window } => {
+            Box::new(HopWindowExecutor::new(time_col.clone(), *window, id))
+        }
         NodeDesc::Filter { predicate } => Box::new(FilterExecutor::new(predicate.clone(), id)),
         NodeDesc::Materialize {
             table,

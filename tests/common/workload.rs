@@ -105,6 +105,14 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT count(*) AS groups, sum(c) AS rows FROM mv_count",
     ),
     (
+        "mv_hop",
+        "SELECT window_start, window_end, count(*) AS c, sum(v) AS sv, max(s) AS ms FROM HOP(t1, TIMESTAMP '2023-01-01 00:00:00' + v * INTERVAL '1' SECOND, INTERVAL '2' SECOND, INTERVAL '6' SECOND) GROUP BY window_start, window_end",
+    ),
+    (
+        "mv_tumble_join",
+        "SELECT w.id, w.window_start, t3.x FROM TUMBLE(t1, TIMESTAMP '2023-01-01 00:00:00' + k * INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) w JOIN t3 ON w.id = t3.k WHERE w.window_end > TIMESTAMP '2023-01-01 00:00:00'",
+    ),
+    (
         "mv_topn",
         "SELECT id, v, s FROM t1 ORDER BY v DESC, id LIMIT 5",
     ),
@@ -113,6 +121,29 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT id, x FROM t3 ORDER BY x, id LIMIT 3",
     ),
 ];
+
+/// PostgreSQL's text of the MVs whose ebbflow text PostgreSQL cannot run
+/// (the `TUMBLE`/`HOP` windows: `date_bin` from an origin aligned with the
+/// epoch, and one row per window from `generate_series`).
+const PG_DEFS: &[(&str, &str)] = &[
+    (
+        "mv_hop",
+        "SELECT window_start, window_start + INTERVAL '6 seconds' AS window_end, count(*) AS c, sum(v) AS sv, max(s) AS ms FROM (SELECT t1.*, date_bin(INTERVAL '2 seconds', TIMESTAMP '2023-01-01 00:00:00' + v * INTERVAL '1 second', TIMESTAMP '1900-01-01') - g * INTERVAL '2 seconds' AS window_start FROM t1 CROSS JOIN generate_series(0, 2) g WHERE v IS NOT NULL) h GROUP BY window_start",
+    ),
+    (
+        "mv_tumble_join",
+        "SELECT w.id, w.window_start, t3.x FROM (SELECT t1.*, date_bin(INTERVAL '5 minutes', TIMESTAMP '2023-01-01 00:00:00' + k * INTERVAL '1 minute', TIMESTAMP '1900-01-01') AS window_start FROM t1) w JOIN t3 ON w.id = t3.k WHERE w.window_start + INTERVAL '5 minutes' > TIMESTAMP '2023-01-01 00:00:00'",
+    ),
+];
+
+/// The definition of MV `name` for PostgreSQL: `def` itself, unless it
+/// uses what only ebbflow has.
+pub fn pg_def(name: &str, def: &'static str) -> &'static str {
+    PG_DEFS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(def, |(_, d)| d)
+}
 
 /// Random data and statements, tracking the live keys of the keyed tables
 /// so inserts never hit an existing key (ebbflow overwrites, PostgreSQL
@@ -423,7 +454,7 @@ impl Mirror {
             .map_err(|e| format!("ebbflow FLUSH: {e}"))?;
         self.acknowledge().await?;
         for (name, def) in MVS {
-            let pg_sql = format!("CREATE VIEW {name} AS {def}");
+            let pg_sql = format!("CREATE VIEW {name} AS {}", pg_def(name, def));
             let eb_sql = format!("CREATE MATERIALIZED VIEW {name} AS {def}");
             self.both_ddl(eb, &pg_sql, &eb_sql).await?;
         }

@@ -6,6 +6,7 @@ use sqlparser::ast::{self, JoinConstraint, JoinOperator, ObjectNamePart, TableFa
 
 use super::expr::BExpr;
 use super::scope::{Scope, ScopeColumn};
+use super::time_window::WindowKind;
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
 use crate::expr::{build_cast, build_func, common_type, Expr, Func};
@@ -278,58 +279,60 @@ impl Binder<'_> {
         Ok(acc)
     }
 
+    /// A table, source, view or CTE by name.
+    pub(super) fn bind_named_relation(
+        &mut self,
+        name: &ast::ObjectName,
+    ) -> SqlResult<(LogicalPlan, Scope)> {
+        let (schema, rel) = relation_name(name)?;
+        let cte = if schema.is_none() {
+            self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned()
+        } else {
+            None
+        };
+        if let Some(bq) = cte {
+            let types = bq.plan.types();
+            let scope = Scope::of_relation(
+                Some(&rel),
+                bq.names
+                    .iter()
+                    .cloned()
+                    .zip(types)
+                    .map(|(n, t)| (n, t, false)),
+            );
+            return Ok((bq.plan, scope));
+        }
+        let relation = self.lookup_relation(name)?;
+        if relation.kind == RelationKind::View {
+            return self.bind_view_ref(&relation, &rel);
+        }
+        let scope = Scope::of_relation(
+            Some(&rel),
+            relation
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.data_type, c.hidden)),
+        );
+        Ok((LogicalPlan::Scan { relation }, scope))
+    }
+
     fn bind_table_factor(&mut self, tf: &TableFactor) -> SqlResult<(LogicalPlan, Scope)> {
         match tf {
             TableFactor::Table {
                 name, alias, args, ..
             } => {
                 let (schema, rel) = relation_name(name)?;
-                if let Some(args) = args {
-                    if !super::series::is_generate_series(schema.as_deref(), &rel) {
-                        return Err(SqlError::unsupported(format!("table function {name}")));
+                let (plan, mut scope) = match args {
+                    None => self.bind_named_relation(name)?,
+                    Some(args) if super::series::is_generate_series(schema.as_deref(), &rel) => {
+                        self.bind_generate_series(&rel, &args.args)?
                     }
-                    let (plan, mut scope) = self.bind_generate_series(&rel, &args.args)?;
-                    if let Some(a) = alias {
-                        apply_alias(&mut scope, a)?;
-                    }
-                    return Ok((plan, scope));
-                }
-                let cte = if schema.is_none() {
-                    self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned()
-                } else {
-                    None
-                };
-                let (plan, mut scope) = match cte {
-                    Some(bq) => {
-                        let types = bq.plan.types();
-                        let scope = Scope::of_relation(
-                            Some(&rel),
-                            bq.names
-                                .iter()
-                                .cloned()
-                                .zip(types)
-                                .map(|(n, t)| (n, t, false)),
-                        );
-                        (bq.plan, scope)
-                    }
-                    None => {
-                        let relation = self.lookup_relation(name)?;
-                        if relation.kind == RelationKind::View {
-                            let (plan, mut scope) = self.bind_view_ref(&relation, &rel)?;
-                            if let Some(a) = alias {
-                                apply_alias(&mut scope, a)?;
-                            }
-                            return Ok((plan, scope));
+                    Some(args) => match WindowKind::of(schema.as_deref(), &rel) {
+                        Some(kind) => self.bind_time_window(kind, &args.args)?,
+                        None => {
+                            return Err(SqlError::unsupported(format!("table function {name}")))
                         }
-                        let scope = Scope::of_relation(
-                            Some(&rel),
-                            relation
-                                .columns
-                                .iter()
-                                .map(|c| (c.name.clone(), c.data_type, c.hidden)),
-                        );
-                        (LogicalPlan::Scan { relation }, scope)
-                    }
+                    },
                 };
                 if let Some(a) = alias {
                     apply_alias(&mut scope, a)?;

@@ -32,6 +32,7 @@ mod series;
 mod subquery;
 #[cfg(test)]
 mod tests;
+mod time_window;
 mod types;
 mod view;
 

@@ -11,6 +11,7 @@
 pub mod filter;
 pub mod hash_agg;
 pub mod hash_join;
+pub mod hop_window;
 pub mod materialize;
 pub mod project;
 pub mod stream_scan;

@@ -187,6 +187,7 @@ fn shape(plan: &LogicalPlan) -> String {
             LogicalPlan::Union { inputs } => format!("Union {}", inputs.len()),
             LogicalPlan::TopN { limit, offset, .. } => format!("TopN {limit:?} {offset}"),
             LogicalPlan::ExpandVector { .. } => "ExpandVector".into(),
+            LogicalPlan::HopWindow { .. } => "HopWindow".into(),
         };
         out.push_str(&"  ".repeat(depth));
         out.push_str(&name);
