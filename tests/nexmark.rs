@@ -53,6 +53,8 @@ mod common;
 // In a directory of its own: a file in tests/ would be a test target.
 #[path = "nexmark/queries.rs"]
 mod queries;
+#[path = "nexmark/streams.rs"]
+mod streams;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -70,119 +72,14 @@ use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
 use queries::{
     Query, NEEDS_TIME_WINDOWS, NOT_APPLICABLE, QUERIES, REFUSED, SCALED, TIED_TOP_N, VARIANTS,
 };
+use streams::STREAMS;
 
 /// Events of the whole stream (all three types) unless `NEXMARK_EVENTS`.
 const DEFAULT_EVENTS: u64 = 100_000;
-/// Event 0's time: 2023-11-14 22:13:27 UTC (ms). Events are 100 µs apart
-/// (see the module doc); the odd second puts a 10-second window boundary
-/// (22:13:30) inside the first 5 s, so even `NEXMARK_EVENTS=50000` has
-/// two tumbling windows.
-const BASE_TIME_MS: u64 = 1_700_000_007_000;
 /// Seeds of phase 2.
 const DEFAULT_SCALE_SEEDS: &[u64] = &[1, 2];
 /// Parallel units of the playground (2 nodes × 2).
 const UNITS: usize = 4;
-
-/// A Nexmark stream: source name, `nexmark.table.type`, and its columns
-/// with RisingWave's names and types (the connector's `fields()`), which
-/// are also PostgreSQL's.
-struct Stream {
-    name: &'static str,
-    table_type: &'static str,
-    columns: &'static [(&'static str, &'static str)],
-}
-
-const STREAMS: [Stream; 3] = [
-    Stream {
-        name: "person",
-        table_type: "Person",
-        columns: &[
-            ("id", "BIGINT"),
-            ("name", "VARCHAR"),
-            ("email_address", "VARCHAR"),
-            ("credit_card", "VARCHAR"),
-            ("city", "VARCHAR"),
-            ("state", "VARCHAR"),
-            ("date_time", "TIMESTAMP"),
-            ("extra", "VARCHAR"),
-        ],
-    },
-    Stream {
-        name: "auction",
-        table_type: "Auction",
-        columns: &[
-            ("id", "BIGINT"),
-            ("item_name", "VARCHAR"),
-            ("description", "VARCHAR"),
-            ("initial_bid", "BIGINT"),
-            ("reserve", "BIGINT"),
-            ("date_time", "TIMESTAMP"),
-            ("expires", "TIMESTAMP"),
-            ("seller", "BIGINT"),
-            ("category", "BIGINT"),
-            ("extra", "VARCHAR"),
-        ],
-    },
-    Stream {
-        name: "bid",
-        table_type: "Bid",
-        columns: &[
-            ("auction", "BIGINT"),
-            ("bidder", "BIGINT"),
-            ("price", "BIGINT"),
-            ("channel", "VARCHAR"),
-            ("url", "VARCHAR"),
-            ("date_time", "TIMESTAMP"),
-            ("extra", "VARCHAR"),
-        ],
-    },
-];
-
-impl Stream {
-    fn column_list(&self) -> String {
-        let names: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
-        names.join(", ")
-    }
-
-    fn column_defs(&self) -> String {
-        let defs: Vec<String> = self
-            .columns
-            .iter()
-            .map(|(n, t)| format!("{n} {t}"))
-            .collect();
-        defs.join(", ")
-    }
-
-    /// `CREATE SOURCE` of the stream: `events` events of the whole
-    /// stream, at least `gap_ns` apart in wall-clock time (0: as fast as
-    /// the jobs take them).
-    fn create_source(&self, events: u64, gap_ns: u64) -> String {
-        format!(
-            "CREATE SOURCE {} ({}) WITH (connector = 'nexmark', \
-             nexmark.table.type = '{}', nexmark.event.num = '{events}', \
-             nexmark.split.num = '8', nexmark.min.event.gap.in.ns = '{gap_ns}', \
-             nexmark.base.time = '{BASE_TIME_MS}')",
-            self.name,
-            self.column_defs(),
-            self.table_type
-        )
-    }
-
-    /// How many of the first `events` events are of this stream: event
-    /// `n` is a person if `n % 50 == 0`, an auction if `n % 50` is 1..=3,
-    /// a bid otherwise.
-    fn expected_rows(&self, events: u64) -> u64 {
-        let full = events / 50;
-        let rest = events % 50;
-        match self.name {
-            "person" => full + rest.min(1),
-            "auction" => 3 * full + rest.saturating_sub(1).min(3),
-            _ => 46 * full + rest.saturating_sub(4),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
 
 /// The test's knobs.
 struct Knobs {
@@ -228,7 +125,7 @@ enum Kind {
     Refused(&'static str),
 }
 
-/// Every query of the three lists, with its kind.
+/// Every query of the lists, with its kind.
 fn all_queries() -> Vec<(&'static Query, Kind)> {
     QUERIES
         .iter()
