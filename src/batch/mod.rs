@@ -17,6 +17,7 @@
 //!     ├─ Union           concatenation
 //!     ├─ ExpandVector    one row per vector element (relational.rs)
 //!     ├─ HopWindow       one row per time window holding the row (relational.rs)
+//!     ├─ OverWindow      window functions, partition by partition (over_window.rs)
 //!     └─ TopN            stable sort, then OFFSET / LIMIT (top_n.rs)
 //! ```
 //!
@@ -34,6 +35,7 @@
 mod aggregate;
 mod hash;
 mod join;
+mod over_window;
 mod relational;
 mod top_n;
 
@@ -223,6 +225,17 @@ pub fn execute(plan: &LogicalPlan, source: &dyn ScanSource) -> BatchResult<Vec<R
             let width = input_width(input);
             execute_hop_window(execute(input, source)?, time_col, window, width)
         }
+        LogicalPlan::OverWindow {
+            input,
+            partition_by,
+            order_by,
+            calls,
+            ..
+        } => {
+            let width = input_width(input);
+            let rows = execute(input, source)?;
+            over_window::execute_over_window(rows, partition_by, order_by, calls, width)
+        }
     }
 }
 
@@ -243,6 +256,7 @@ fn input_width(plan: &LogicalPlan) -> usize {
         LogicalPlan::HopWindow { input, .. } => {
             input_width(input) + crate::planner::logical::WINDOW_FIELDS.len()
         }
+        LogicalPlan::OverWindow { input, calls, .. } => input_width(input) + calls.len(),
     }
 }
 

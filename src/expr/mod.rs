@@ -17,6 +17,7 @@ pub mod cast;
 mod datetime;
 pub mod eval;
 mod func;
+pub mod over;
 mod string;
 pub mod vector;
 pub mod window;

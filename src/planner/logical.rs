@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 pub use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{DataType, Field};
+use crate::expr::over::WindowCall;
 use crate::expr::window::TimeWindow;
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::RelationDesc;
@@ -77,6 +78,17 @@ pub enum LogicalPlan {
         time_col: Expr,
         window: TimeWindow,
     },
+    /// Window functions over one window: the input's columns, then one
+    /// column per call, computed over the rows equal on `partition_by`
+    /// in `order_by` order.
+    OverWindow {
+        input: Box<LogicalPlan>,
+        partition_by: Vec<usize>,
+        order_by: Vec<OrderKey>,
+        calls: Vec<WindowCall>,
+        /// Output names of the calls.
+        names: Vec<String>,
+    },
 }
 
 /// The columns `TUMBLE` and `HOP` add, both timestamps.
@@ -108,6 +120,21 @@ impl LogicalPlan {
             LogicalPlan::HopWindow { input, .. } => {
                 let mut f = input.fields();
                 f.extend(WINDOW_FIELDS.map(|n| Field::new(n, DataType::Timestamp)));
+                f
+            }
+            LogicalPlan::OverWindow {
+                input,
+                calls,
+                names,
+                ..
+            } => {
+                let mut f = input.fields();
+                f.extend(
+                    calls
+                        .iter()
+                        .zip(names)
+                        .map(|(c, n)| Field::new(n.clone(), c.return_type)),
+                );
                 f
             }
         }
@@ -145,6 +172,15 @@ impl LogicalPlan {
             LogicalPlan::HopWindow {
                 time_col, window, ..
             } => writeln!(f, "{pad}HopWindow {time_col:?} {window:?}")?,
+            LogicalPlan::OverWindow {
+                partition_by,
+                order_by,
+                calls,
+                ..
+            } => writeln!(
+                f,
+                "{pad}OverWindow partition_by={partition_by:?} order_by={order_by:?} calls={calls:?}"
+            )?,
         }
         for c in self.children() {
             c.fmt_indent(f, depth + 1)?;
@@ -160,7 +196,8 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::TopN { input, .. }
             | LogicalPlan::ExpandVector { input, .. }
-            | LogicalPlan::HopWindow { input, .. } => vec![input],
+            | LogicalPlan::HopWindow { input, .. }
+            | LogicalPlan::OverWindow { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } => vec![left, right],
             LogicalPlan::Union { inputs } => inputs.iter().collect(),
         }

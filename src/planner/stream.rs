@@ -292,6 +292,9 @@ impl<'a> StreamPlanner<'a> {
             LogicalPlan::Values { .. } => Err(PlanError::unsupported(
                 "a materialized view without FROM (constant rows)",
             )),
+            LogicalPlan::OverWindow { .. } => Err(PlanError::unsupported(
+                "window functions in a materialized view",
+            )),
             LogicalPlan::ExpandVector { .. } => Err(PlanError::unsupported(
                 "set-returning functions in a materialized view",
             )),

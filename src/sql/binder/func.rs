@@ -171,8 +171,8 @@ impl Binder<'_> {
         })
     }
 
-    /// Window functions are not supported, but for one shape drivers send
-    /// over the catalogs: pgJDBC's `getColumns` numbers columns with
+    /// One shape of window function drivers send over the catalogs, bound
+    /// without a window: pgJDBC's `getColumns` numbers columns with
     /// `row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum)`.
     /// ebbflow's `pg_attribute` numbers each relation's columns 1..n
     /// without gaps (nothing is ever dropped), so that row number is
@@ -183,7 +183,7 @@ impl Binder<'_> {
         name: &str,
         f: &ast::Function,
         over: &ast::WindowType,
-    ) -> SqlResult<BExpr> {
+    ) -> SqlResult<Option<BExpr>> {
         let ends_with = |e: &ast::Expr, col: &str| match e {
             ast::Expr::Identifier(i) => i.value.eq_ignore_ascii_case(col),
             ast::Expr::CompoundIdentifier(parts) => parts
@@ -206,20 +206,23 @@ impl Binder<'_> {
             {
                 let attnum = self.bind_expr(scope, &spec.order_by[0].expr)?;
                 let attnum = self.resolve(attnum, DataType::Int16)?;
-                return Ok(BExpr::Typed(crate::expr::build_cast(
+                return Ok(Some(BExpr::Typed(crate::expr::build_cast(
                     attnum,
                     DataType::Int64,
                     true,
-                )?));
+                )?)));
             }
         }
-        Err(SqlError::unsupported("window functions"))
+        Ok(None)
     }
 
     pub(super) fn bind_function(&mut self, scope: &Scope, f: &ast::Function) -> SqlResult<BExpr> {
         let name = function_name(&f.name);
         if let Some(over) = &f.over {
-            return self.bind_attnum_row_number(scope, &name, f, over);
+            if let Some(e) = self.bind_attnum_row_number(scope, &name, f, over)? {
+                return Ok(e);
+            }
+            return self.bind_window_call(scope, &name, f, over);
         }
         if !f.within_group.is_empty() {
             return Err(SqlError::unsupported("WITHIN GROUP"));
@@ -308,6 +311,22 @@ impl Binder<'_> {
         if let ExprCtx::Plain { agg_error } = &self.ctx {
             return Err(SqlError::new("42803", *agg_error));
         }
+        // No window calls inside an aggregate's argument or FILTER.
+        let windows = self.windows.take();
+        let bound = self.bind_aggregate_call(scope, name, kind, distinct, args, filter);
+        self.windows = windows;
+        bound
+    }
+
+    fn bind_aggregate_call(
+        &mut self,
+        scope: &Scope,
+        name: &str,
+        kind: AggKind,
+        distinct: bool,
+        args: &[FunctionArg],
+        filter: Option<&ast::Expr>,
+    ) -> SqlResult<BExpr> {
         let arg_ast = match args {
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if kind == AggKind::Count => {
                 if distinct {
@@ -496,7 +515,7 @@ pub(super) fn figure_name(e: &ast::Expr) -> String {
 /// pass (false or NULL) is one the call does not see, in streaming and
 /// batch alike. (An aggregate that keeps NULLs, like `array_agg`, will
 /// need the filter as a column of its own.)
-fn filtered(kind: AggKind, arg: Option<Expr>, cond: Expr) -> (AggKind, Option<Expr>) {
+pub(super) fn filtered(kind: AggKind, arg: Option<Expr>, cond: Expr) -> (AggKind, Option<Expr>) {
     let (kind, then) = match arg {
         Some(a) => (kind, a),
         None => (

@@ -24,6 +24,7 @@ mod expr;
 mod from;
 mod func;
 mod misc;
+mod over;
 mod pg_funcs;
 mod query;
 mod scope;
@@ -136,6 +137,9 @@ pub(super) struct Binder<'a> {
     /// Scalar subqueries of the clause being bound, when that clause may
     /// have them (see [`subquery`]).
     applies: Option<subquery::Applies>,
+    /// Window calls of the select list being bound (`None` where window
+    /// functions are not allowed; see [`over`]).
+    windows: Option<Vec<over::BoundWindow>>,
 }
 
 impl<'a> Binder<'a> {
@@ -149,6 +153,7 @@ impl<'a> Binder<'a> {
             views_used: Vec::new(),
             view_depth: 0,
             applies: None,
+            windows: None,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },

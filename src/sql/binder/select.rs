@@ -158,8 +158,10 @@ impl Binder<'_> {
             return Err(SqlError::unsupported(format!("SELECT syntax \"{s}\"")));
         }
         if !s.named_window.is_empty() {
-            return Err(SqlError::unsupported("window functions"));
+            return Err(SqlError::unsupported("named windows (WINDOW clause)"));
         }
+        // Window calls of an enclosing block are not this block's.
+        let outer_windows = self.windows.take();
         let distinct = match &s.distinct {
             None | Some(Distinct::All) => false,
             Some(Distinct::Distinct) => true,
@@ -257,6 +259,8 @@ impl Binder<'_> {
         if !has_agg {
             self.applies = Some(Applies::new(scope.len()));
         }
+        // Window calls: in the select list and ORDER BY only.
+        self.windows = Some(Vec::new());
         let mut exprs = Vec::new();
         let mut names = Vec::new();
         let mut unknown = Vec::new();
@@ -324,10 +328,12 @@ impl Binder<'_> {
         }
         let visible = exprs.len();
 
+        let windows_so_far = self.windows.take();
         let having = match &s.having {
             Some(h) => Some(self.bind_bool(&scope, h, "HAVING")?),
             None => None,
         };
+        self.windows = windows_so_far;
 
         // ORDER BY keys: output columns, or expressions over the same input
         // as the select list (added as helper columns).
@@ -417,6 +423,8 @@ impl Binder<'_> {
                 };
             }
         }
+        let windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
+        plan = self.attach_windows(plan, windows, &mut exprs)?;
         let fields: Vec<Field> = exprs
             .iter()
             .enumerate()

@@ -188,6 +188,7 @@ fn shape(plan: &LogicalPlan) -> String {
             LogicalPlan::TopN { limit, offset, .. } => format!("TopN {limit:?} {offset}"),
             LogicalPlan::ExpandVector { .. } => "ExpandVector".into(),
             LogicalPlan::HopWindow { .. } => "HopWindow".into(),
+            LogicalPlan::OverWindow { calls, .. } => format!("OverWindow {}", calls.len()),
         };
         out.push_str(&"  ".repeat(depth));
         out.push_str(&name);
