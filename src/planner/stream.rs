@@ -292,9 +292,69 @@ impl<'a> StreamPlanner<'a> {
             LogicalPlan::Values { .. } => Err(PlanError::unsupported(
                 "a materialized view without FROM (constant rows)",
             )),
-            LogicalPlan::OverWindow { .. } => Err(PlanError::unsupported(
-                "window functions in a materialized view",
-            )),
+            LogicalPlan::OverWindow {
+                input,
+                partition_by,
+                order_by,
+                calls,
+                ..
+            } => {
+                let node = self.plan(input)?;
+                let log = input.fields().len();
+                let singleton = partition_by.is_empty();
+                let spec = if singleton {
+                    EdgeSpec::Simple
+                } else {
+                    EdgeSpec::Hash(partition_by.clone())
+                };
+                let (mut frag, mut types, pk) = self.exchange(node, spec, singleton);
+                let phys = types.len();
+                let table_id = self.table_id();
+                frag.nodes.push(NodeDesc::OverWindow {
+                    partition_by: partition_by.clone(),
+                    order_by: order_by.clone(),
+                    calls: calls.clone(),
+                    pk: pk.clone(),
+                    table: StateTableDesc {
+                        table_id,
+                        pk_types: partition_by
+                            .iter()
+                            .chain(pk.iter())
+                            .map(|&i| types[i])
+                            .collect(),
+                        pk_desc: vec![],
+                        dist_in_pk: (0..partition_by.len()).collect(),
+                        value_types: Some(types.clone()),
+                    },
+                });
+                types.extend(calls.iter().map(|c| c.return_type));
+                // The partition key belongs to the stream key: a row whose
+                // partition changes is retracted by one actor and added by
+                // another, and only distinct keys keep those two changes
+                // from racing downstream.
+                let mut pk = pk;
+                for &k in partition_by {
+                    if !pk.contains(&k) {
+                        pk.push(k);
+                    }
+                }
+                let node = Node {
+                    frag,
+                    types,
+                    pk,
+                    dist: if singleton {
+                        Dist::Single
+                    } else {
+                        Dist::Hash(partition_by.clone())
+                    },
+                };
+                if log == phys {
+                    return Ok(node);
+                }
+                // Back to the logical layout, hidden keys after it.
+                let keep = (0..log).chain(phys..phys + calls.len()).collect();
+                self.keep_keys(node, keep)
+            }
             LogicalPlan::ExpandVector { .. } => Err(PlanError::unsupported(
                 "set-returning functions in a materialized view",
             )),

@@ -13,6 +13,7 @@ use super::executor::hash_agg::HashAggExecutor;
 use super::executor::hash_join::{HashJoinExecutor, JoinSide};
 use super::executor::hop_window::HopWindowExecutor;
 use super::executor::materialize::MaterializeExecutor;
+use super::executor::over_window::OverWindowExecutor;
 use super::executor::project::ProjectExecutor;
 use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
 use super::executor::top_n::TopNExecutor;
@@ -23,6 +24,7 @@ use super::source::datagen::DatagenDesc;
 use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{Bitmap, DataType};
+use crate::expr::over::WindowCall;
 use crate::expr::window::TimeWindow;
 use crate::expr::{AggCall, Expr};
 use crate::meta::catalog::TableId;
@@ -95,6 +97,13 @@ pub enum NodeDesc {
         left_table: StateTableDesc,
         right_table: StateTableDesc,
     },
+    OverWindow {
+        partition_by: Vec<usize>,
+        order_by: Vec<OrderKey>,
+        calls: Vec<WindowCall>,
+        pk: Vec<usize>,
+        table: StateTableDesc,
+    },
     TopN {
         order: Vec<OrderKey>,
         limit: Option<u64>,
@@ -121,6 +130,7 @@ impl NodeDesc {
             NodeDesc::Materialize { .. } => "Materialize",
             NodeDesc::HashAgg { .. } => "HashAgg",
             NodeDesc::HashJoin { .. } => "HashJoin",
+            NodeDesc::OverWindow { .. } => "OverWindow",
             NodeDesc::TopN { .. } => "TopN",
             NodeDesc::Union => "Union",
             NodeDesc::StreamScan { .. } => "StreamScan",
@@ -132,7 +142,8 @@ impl NodeDesc {
         match self {
             NodeDesc::Materialize { table, .. }
             | NodeDesc::HashAgg { table, .. }
-            | NodeDesc::TopN { table, .. } => vec![table.table_id],
+            | NodeDesc::TopN { table, .. }
+            | NodeDesc::OverWindow { table, .. } => vec![table.table_id],
             NodeDesc::HashJoin {
                 left_table,
                 right_table,
@@ -351,6 +362,20 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             *offset,
             pk.clone(),
             table.build(store, vnodes),
+        )),
+        NodeDesc::OverWindow {
+            partition_by,
+            order_by,
+            calls,
+            pk,
+            table,
+        } => Box::new(OverWindowExecutor::new(
+            partition_by.clone(),
+            order_by.clone(),
+            calls.clone(),
+            pk.clone(),
+            table.build(store, vnodes),
+            id,
         )),
         NodeDesc::Union => Box::new(UnionExecutor),
         NodeDesc::StreamScan { backfill, .. } => Box::new(StreamScanExecutor::new(

@@ -113,6 +113,18 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT w.id, w.window_start, t3.x FROM TUMBLE(t1, TIMESTAMP '2023-01-01 00:00:00' + k * INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) w JOIN t3 ON w.id = t3.k WHERE w.window_end > TIMESTAMP '2023-01-01 00:00:00'",
     ),
     (
+        "mv_over",
+        "SELECT id, k, v, row_number() OVER (PARTITION BY k ORDER BY v, id) AS rn, rank() OVER (PARTITION BY k ORDER BY v) AS rk, dense_rank() OVER (PARTITION BY k ORDER BY s DESC) AS dr, lag(v) OVER (PARTITION BY k ORDER BY id) AS lg, lead(s, 2, 'end') OVER (PARTITION BY k ORDER BY id) AS ld, sum(v) OVER (PARTITION BY k ORDER BY v) AS running, count(*) OVER (PARTITION BY b) AS cb, max(n) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS mx, first_value(id) OVER (PARTITION BY k ORDER BY v DESC, id) AS fv FROM t1",
+    ),
+    (
+        "mv_group_top2",
+        "SELECT k, id, v FROM (SELECT k, id, v, row_number() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn FROM t1) x WHERE rn <= 2",
+    ),
+    (
+        "mv_over_global",
+        "SELECT id, x, row_number() OVER (ORDER BY x, id) AS rn, sum(x) OVER (ORDER BY id ROWS 2 PRECEDING) AS s3 FROM t3",
+    ),
+    (
         "mv_topn",
         "SELECT id, v, s FROM t1 ORDER BY v DESC, id LIMIT 5",
     ),

@@ -313,7 +313,9 @@ impl Binder<'_> {
         }
         // No window calls inside an aggregate's argument or FILTER.
         let windows = self.windows.take();
+        self.in_aggregate += 1;
         let bound = self.bind_aggregate_call(scope, name, kind, distinct, args, filter);
+        self.in_aggregate -= 1;
         self.windows = windows;
         bound
     }

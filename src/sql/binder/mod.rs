@@ -140,6 +140,8 @@ pub(super) struct Binder<'a> {
     /// Window calls of the select list being bound (`None` where window
     /// functions are not allowed; see [`over`]).
     windows: Option<Vec<over::BoundWindow>>,
+    /// How many aggregate calls deep the binder is.
+    in_aggregate: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -154,6 +156,7 @@ impl<'a> Binder<'a> {
             view_depth: 0,
             applies: None,
             windows: None,
+            in_aggregate: 0,
             ctx: ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed here",
             },

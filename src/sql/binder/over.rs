@@ -21,6 +21,9 @@ use crate::expr::{agg_return_type, build_cast, AggKind, Expr};
 use crate::planner::logical::{LogicalPlan, OrderKey};
 use crate::sql::{SqlError, SqlResult};
 
+/// PostgreSQL's window functions that ebbflow does not have (0A000).
+const UNSUPPORTED: &[&str] = &["ntile", "percent_rank", "cume_dist", "nth_value"];
+
 /// Placeholder columns of window calls start here (far past any real row).
 const PLACEHOLDER: usize = usize::MAX / 2;
 
@@ -71,6 +74,12 @@ impl Binder<'_> {
         over: &ast::WindowType,
     ) -> SqlResult<BExpr> {
         if self.windows.is_none() {
+            if self.in_aggregate > 0 {
+                return Err(SqlError::new(
+                    "42803",
+                    "aggregate function calls cannot contain window function calls",
+                ));
+            }
             return Err(not_allowed());
         }
         let ast::WindowType::WindowSpec(spec) = over else {
@@ -105,12 +114,17 @@ impl Binder<'_> {
         let kind = match (WindowFuncKind::from_name(name), agg_kind(name)) {
             (Some(k), _) => k,
             (None, Some(a)) => WindowFuncKind::Agg(a),
-            (None, None) => return Err(SqlError::new(
-                "42809",
-                format!(
+            (None, None) if UNSUPPORTED.contains(&name) => {
+                return Err(SqlError::unsupported(format!("window function {name}")))
+            }
+            (None, None) => {
+                return Err(SqlError::new(
+                    "42809",
+                    format!(
                     "OVER specified, but {name} is not a window function nor an aggregate function"
                 ),
-            )),
+                ))
+            }
         };
         if f.filter.is_some() && !matches!(kind, WindowFuncKind::Agg(_)) {
             return Err(SqlError::unsupported(format!(

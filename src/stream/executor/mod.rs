@@ -13,6 +13,7 @@ pub mod hash_agg;
 pub mod hash_join;
 pub mod hop_window;
 pub mod materialize;
+pub mod over_window;
 pub mod project;
 pub mod stream_scan;
 pub mod top_n;
