@@ -230,11 +230,12 @@ pub fn execute(plan: &LogicalPlan, source: &dyn ScanSource) -> BatchResult<Vec<R
             partition_by,
             order_by,
             calls,
+            limit,
             ..
         } => {
             let width = input_width(input);
             let rows = execute(input, source)?;
-            over_window::execute_over_window(rows, partition_by, order_by, calls, width)
+            over_window::execute_over_window(rows, partition_by, order_by, calls, *limit, width)
         }
     }
 }

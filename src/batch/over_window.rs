@@ -13,6 +13,7 @@ pub fn execute_over_window(
     partition_by: &[usize],
     order_by: &[OrderKey],
     calls: &[WindowCall],
+    limit: Option<u64>,
     width: usize,
 ) -> BatchResult<Vec<Row>> {
     check_indices("PARTITION BY", partition_by.iter().copied(), width)?;
@@ -43,7 +44,8 @@ pub fn execute_over_window(
         }
         let part: Vec<&Row> = rows[start..end].iter().collect();
         let values = compute_partition(&part, order_by, calls)?;
-        for (row, v) in rows[start..end].iter().zip(values) {
+        let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        for (row, v) in rows[start..end].iter().zip(values).take(take) {
             let mut r = Vec::with_capacity(width + v.len());
             r.extend(row.iter().cloned());
             r.extend(v);

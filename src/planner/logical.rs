@@ -7,10 +7,10 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use crate::common::order::{JoinKind, OrderKey};
-use crate::common::{DataType, Field};
-use crate::expr::over::WindowCall;
+use crate::common::{DataType, Field, ScalarValue};
+use crate::expr::over::{WindowCall, WindowFuncKind};
 use crate::expr::window::TimeWindow;
-use crate::expr::{AggCall, Expr};
+use crate::expr::{AggCall, Expr, Func};
 use crate::meta::catalog::RelationDesc;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -80,7 +80,9 @@ pub enum LogicalPlan {
     },
     /// Window functions over one window: the input's columns, then one
     /// column per call, computed over the rows equal on `partition_by`
-    /// in `order_by` order.
+    /// in `order_by` order. With `limit`, only the first `limit` rows of
+    /// each partition come out (a group top-N: see
+    /// [`LogicalPlan::push_rank_limits`]).
     OverWindow {
         input: Box<LogicalPlan>,
         partition_by: Vec<usize>,
@@ -88,6 +90,7 @@ pub enum LogicalPlan {
         calls: Vec<WindowCall>,
         /// Output names of the calls.
         names: Vec<String>,
+        limit: Option<u64>,
     },
 }
 
@@ -176,16 +179,68 @@ impl LogicalPlan {
                 partition_by,
                 order_by,
                 calls,
+                limit,
                 ..
             } => writeln!(
                 f,
-                "{pad}OverWindow partition_by={partition_by:?} order_by={order_by:?} calls={calls:?}"
+                "{pad}OverWindow partition_by={partition_by:?} order_by={order_by:?} calls={calls:?} limit={limit:?}"
             )?,
         }
         for c in self.children() {
             c.fmt_indent(f, depth + 1)?;
         }
         Ok(())
+    }
+
+    /// The group top-N rewrite: a filter keeping the rows whose
+    /// `row_number()` is at most `n` (`rn <= n`, `rn < n + 1`, `rn = 1`)
+    /// lets the window itself drop the other rows, so a change deep in a
+    /// partition emits nothing. The filter stays.
+    pub fn push_rank_limits(&mut self) {
+        if let LogicalPlan::Filter { input, predicate } = self {
+            let mut terms = Vec::new();
+            conjuncts(predicate, &mut terms);
+            for (col, n) in terms.iter().filter_map(|t| row_number_bound(t)) {
+                let (over, col) = match input.as_mut() {
+                    LogicalPlan::Project { input, exprs, .. } => match exprs.get(col) {
+                        Some(Expr::InputRef { index, .. }) => (input.as_mut(), *index),
+                        _ => continue,
+                    },
+                    other => (other, col),
+                };
+                if let LogicalPlan::OverWindow {
+                    input,
+                    calls,
+                    limit,
+                    ..
+                } = over
+                {
+                    let width = input.fields().len();
+                    let is_row_number = col
+                        .checked_sub(width)
+                        .and_then(|i| calls.get(i))
+                        .is_some_and(|c| c.kind == WindowFuncKind::RowNumber);
+                    if is_row_number {
+                        *limit = Some(limit.map_or(n, |l| l.min(n)));
+                    }
+                }
+            }
+        }
+        match self {
+            LogicalPlan::Scan { .. } | LogicalPlan::Values { .. } => {}
+            LogicalPlan::Project { input, .. }
+            | LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::TopN { input, .. }
+            | LogicalPlan::ExpandVector { input, .. }
+            | LogicalPlan::HopWindow { input, .. }
+            | LogicalPlan::OverWindow { input, .. } => input.push_rank_limits(),
+            LogicalPlan::Join { left, right, .. } => {
+                left.push_rank_limits();
+                right.push_rank_limits();
+            }
+            LogicalPlan::Union { inputs } => inputs.iter_mut().for_each(|i| i.push_rank_limits()),
+        }
     }
 
     pub fn children(&self) -> Vec<&LogicalPlan> {
@@ -202,6 +257,45 @@ impl LogicalPlan {
             LogicalPlan::Union { inputs } => inputs.iter().collect(),
         }
     }
+}
+
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::Func {
+            func: Func::And,
+            args,
+            ..
+        } => args.iter().for_each(|a| conjuncts(a, out)),
+        other => out.push(other),
+    }
+}
+
+/// `(column, n)` for a term keeping rows whose column is at most `n`
+/// (`col <= n`, `col < n + 1`, `col = 1`), `n` at least 1.
+fn row_number_bound(term: &Expr) -> Option<(usize, u64)> {
+    let Expr::Func { func, args, .. } = term else {
+        return None;
+    };
+    let [Expr::InputRef { index, .. }, Expr::Literal { value: Some(v), .. }] = args.as_slice()
+    else {
+        return None;
+    };
+    let v = match v {
+        ScalarValue::Int16(x) => *x as i64,
+        ScalarValue::Int32(x) => *x as i64,
+        ScalarValue::Int64(x) => *x,
+        _ => return None,
+    };
+    let n = match func {
+        Func::LtEq => v,
+        Func::Lt => v - 1,
+        Func::Eq if v == 1 => 1,
+        _ => return None,
+    };
+    u64::try_from(n)
+        .ok()
+        .filter(|&n| n >= 1)
+        .map(|n| (*index, n))
 }
 
 impl fmt::Display for LogicalPlan {

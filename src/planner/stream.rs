@@ -128,7 +128,9 @@ impl<'a> StreamPlanner<'a> {
         names: &[String],
         mv_id: TableId,
     ) -> PResult<PlanGraph> {
-        let node = self.plan(plan)?;
+        let mut plan = plan.clone();
+        plan.push_rank_limits();
+        let node = self.plan(&plan)?;
         let visible = names.len();
         // Put the stream key (and distribution) into the output as hidden
         // columns if the query does not already show them.
@@ -297,6 +299,7 @@ impl<'a> StreamPlanner<'a> {
                 partition_by,
                 order_by,
                 calls,
+                limit,
                 ..
             } => {
                 let node = self.plan(input)?;
@@ -314,6 +317,7 @@ impl<'a> StreamPlanner<'a> {
                     partition_by: partition_by.clone(),
                     order_by: order_by.clone(),
                     calls: calls.clone(),
+                    limit: *limit,
                     pk: pk.clone(),
                     table: StateTableDesc {
                         table_id,

@@ -101,6 +101,9 @@ pub enum NodeDesc {
         partition_by: Vec<usize>,
         order_by: Vec<OrderKey>,
         calls: Vec<WindowCall>,
+        /// Only the first rows of each partition come out (group top-N).
+        #[serde(default)]
+        limit: Option<u64>,
         pk: Vec<usize>,
         table: StateTableDesc,
     },
@@ -367,12 +370,14 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             partition_by,
             order_by,
             calls,
+            limit,
             pk,
             table,
         } => Box::new(OverWindowExecutor::new(
             partition_by.clone(),
             order_by.clone(),
             calls.clone(),
+            *limit,
             pk.clone(),
             table.build(store, vnodes),
             id,

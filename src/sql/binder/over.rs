@@ -400,6 +400,7 @@ impl Binder<'_> {
                 order_by: planned[i].order.clone(),
                 calls,
                 names,
+                limit: None,
             };
         }
         for e in exprs.iter_mut() {

@@ -20,7 +20,7 @@ use super::{ChunkBuilder, Executor};
 use crate::common::encoding::{encode_datum_ordered, encode_row, vnode_of};
 use crate::common::order::OrderKey;
 use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
-use crate::expr::over::{compute_partition, WindowCall};
+use crate::expr::over::{compute_partition, WindowCall, WindowFuncKind};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
@@ -40,6 +40,11 @@ pub struct OverWindowExecutor {
     partition_by: Vec<usize>,
     order_by: Vec<OrderKey>,
     calls: Vec<WindowCall>,
+    /// Only the first rows of each partition come out.
+    limit: Option<usize>,
+    /// The values of the first rows do not depend on the rows after them,
+    /// so only the rows that come out are computed.
+    prefix_only: bool,
     /// The input's stream key.
     pk: Vec<usize>,
     table: StateTable,
@@ -52,13 +57,25 @@ impl OverWindowExecutor {
         partition_by: Vec<usize>,
         order_by: Vec<OrderKey>,
         calls: Vec<WindowCall>,
+        limit: Option<u64>,
         pk: Vec<usize>,
         table: StateTable,
         actor_id: u32,
     ) -> Self {
+        let prefix_only = calls.iter().all(|c| {
+            matches!(
+                c.kind,
+                WindowFuncKind::RowNumber
+                    | WindowFuncKind::Rank
+                    | WindowFuncKind::DenseRank
+                    | WindowFuncKind::Lag
+            )
+        });
         OverWindowExecutor {
             partition_by,
             order_by,
+            limit: limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+            prefix_only,
             calls,
             pk,
             table,
@@ -81,7 +98,9 @@ impl OverWindowExecutor {
 
     /// The output rows of a partition, by stream key.
     fn outputs(&self, p: &Partition) -> HashMap<Vec<Datum>, Row> {
-        let rows: Vec<&Row> = p.rows.values().collect();
+        let take = self.limit.unwrap_or(usize::MAX);
+        let computed = if self.prefix_only { take } else { usize::MAX };
+        let rows: Vec<&Row> = p.rows.values().take(computed).collect();
         let values = match compute_partition(&rows, &self.order_by, &self.calls) {
             Ok(v) => v,
             Err(e) => {
@@ -93,6 +112,7 @@ impl OverWindowExecutor {
         };
         rows.into_iter()
             .zip(values)
+            .take(take)
             .map(|(r, v)| {
                 let pk = self.pk.iter().map(|&i| r[i].clone()).collect();
                 let mut out = Vec::with_capacity(r.len() + v.len());
@@ -221,7 +241,7 @@ mod tests {
     use super::super::test_utils::{barrier, pretty, store, table};
     use super::*;
     use crate::common::DataType;
-    use crate::expr::over::{Frame, WindowFuncKind};
+    use crate::expr::over::Frame;
 
     #[tokio::test]
     async fn row_numbers_follow_inserts_and_deletes() {
@@ -242,7 +262,7 @@ mod tests {
             desc: false,
             nulls_first: false,
         }];
-        let mut w = OverWindowExecutor::new(vec![1], order, vec![call], vec![0], t, 0);
+        let mut w = OverWindowExecutor::new(vec![1], order, vec![call], None, vec![0], t, 0);
         let mut out = vec![];
         w.process_chunk(
             0,
