@@ -121,6 +121,10 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT k, id, v FROM (SELECT k, id, v, row_number() OVER (PARTITION BY k ORDER BY v DESC, id) AS rn FROM t1) x WHERE rn <= 2",
     ),
     (
+        "mv_distinct_on",
+        "SELECT DISTINCT ON (k) k, id, v, s FROM t1 ORDER BY k, v DESC NULLS LAST, id",
+    ),
+    (
         "mv_over_global",
         "SELECT id, x, row_number() OVER (ORDER BY x, id) AS rn, sum(x) OVER (ORDER BY id ROWS 2 PRECEDING) AS s3 FROM t3",
     ),

@@ -10,6 +10,7 @@ use super::scope::Scope;
 use super::subquery::Applies;
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
+use crate::expr::over::{Frame, WindowCall, WindowFuncKind};
 use crate::expr::{AggCall, AggKind, Expr};
 use crate::planner::logical::{LogicalPlan, OrderKey};
 use crate::sql::parser::ident_value;
@@ -162,10 +163,10 @@ impl Binder<'_> {
         }
         // Window calls of an enclosing block are not this block's.
         let outer_windows = self.windows.take();
-        let distinct = match &s.distinct {
-            None | Some(Distinct::All) => false,
-            Some(Distinct::Distinct) => true,
-            Some(Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON")),
+        let (distinct, distinct_on): (bool, &[ast::Expr]) = match &s.distinct {
+            None | Some(Distinct::All) => (false, &[]),
+            Some(Distinct::Distinct) => (true, &[]),
+            Some(Distinct::On(on)) => (false, on),
         };
         let group_exprs: &[ast::Expr] = match &s.group_by {
             GroupByExpr::Expressions(v, mods) => {
@@ -369,6 +370,39 @@ impl Binder<'_> {
             });
         }
 
+        // DISTINCT ON keys: like ORDER BY keys, output columns or
+        // expressions over the input (helper columns).
+        let mut on_keys = Vec::with_capacity(distinct_on.len());
+        for e in distinct_on {
+            let index = match output_ref(e, &names)? {
+                Some(i) => i,
+                None => {
+                    let e = self.bind_typed(&scope, e)?;
+                    match exprs.iter().position(|x| *x == e) {
+                        Some(i) => i,
+                        None => {
+                            exprs.push(e);
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            if !on_keys.contains(&index) {
+                on_keys.push(index);
+            }
+        }
+        if !on_keys.is_empty()
+            && order
+                .iter()
+                .take(on_keys.len())
+                .any(|o| !on_keys.contains(&o.index))
+        {
+            return Err(SqlError::new(
+                "42P10",
+                "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+            ));
+        }
+
         if let Some(applies) = self.applies.take() {
             plan = applies.attach(plan, &mut scope)?;
         }
@@ -441,6 +475,35 @@ impl Binder<'_> {
             exprs,
             fields,
         };
+        if !on_keys.is_empty() {
+            // The first row of each DISTINCT ON group in ORDER BY order:
+            // a window numbering the group's rows, keeping the first.
+            let fields = plan.fields();
+            let row_number = WindowCall {
+                kind: WindowFuncKind::RowNumber,
+                args: vec![],
+                arg_type: None,
+                offset: 1,
+                return_type: DataType::Int64,
+                frame: Frame::DEFAULT,
+            };
+            plan = LogicalPlan::Project {
+                input: Box::new(LogicalPlan::OverWindow {
+                    input: Box::new(plan),
+                    partition_by: on_keys,
+                    order_by: order.clone(),
+                    calls: vec![row_number],
+                    names: vec!["_distinct_on_rn".into()],
+                    limit: Some(1),
+                }),
+                exprs: fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| Expr::input_ref(i, f.data_type))
+                    .collect(),
+                fields,
+            };
+        }
         if distinct {
             let fields = plan.fields();
             plan = LogicalPlan::Aggregate {
