@@ -325,7 +325,15 @@ impl Binder<'_> {
                 let (plan, mut scope) = match args {
                     None => self.bind_named_relation(name)?,
                     Some(args) if super::series::is_generate_series(schema.as_deref(), &rel) => {
-                        self.bind_generate_series(&rel, &args.args)?
+                        let (plan, mut scope) = self.bind_generate_series(&rel, &args.args)?;
+                        // A function of one column: a bare alias names the
+                        // column too, as in PostgreSQL.
+                        if let Some(a) = alias.as_ref().filter(|a| a.columns.is_empty()) {
+                            if let Some(c) = scope.columns.first_mut() {
+                                c.name = ident_value(&a.name.value, a.name.quote_style);
+                            }
+                        }
+                        (plan, scope)
                     }
                     Some(args) => match WindowKind::of(schema.as_deref(), &rel) {
                         Some(kind) => self.bind_time_window(kind, &args.args)?,
