@@ -174,7 +174,9 @@ fn aggregates_shape_and_errors() {
     err("SELECT a FROM t GROUP BY count(*)", "42803");
     err("SELECT a FROM t GROUP BY 5", "42P10");
     err("SELECT string_agg(b, ',') FROM t", "0A000");
-    err("SELECT count(*) OVER () FROM t", "0A000");
+    err("SELECT ntile(2) OVER () FROM t", "0A000");
+    err("SELECT a FROM t WHERE count(*) OVER () > 1", "42P20");
+    err("SELECT sum(count(*) OVER ()) FROM t", "42803");
 }
 
 #[test]

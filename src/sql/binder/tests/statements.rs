@@ -128,7 +128,7 @@ fn unsupported_features() {
         "SELECT a FROM t WHERE a IN (SELECT a FROM u)",
         "SELECT (SELECT max(u.a) FROM u WHERE u.a = t.a) FROM t",
         "SELECT EXISTS (SELECT 1)",
-        "SELECT DISTINCT ON (a) a FROM t",
+        "SELECT sum(a) OVER (ORDER BY a GROUPS 1 PRECEDING) FROM t",
         "SELECT a FROM t INTERSECT SELECT a FROM u",
         "SELECT a FROM t EXCEPT SELECT a FROM u",
         "SELECT * FROM unnest(1)",
