@@ -377,8 +377,8 @@ fn number(n: Num, ts: &NaiveDateTime, fill: bool) -> String {
         Num::Ddd => padded(i64::from(date.ordinal()), 3, fill),
         Num::Iddd => {
             let w = date.iso_week();
-            let day = (i64::from(w.week()) - 1) * 7
-                + i64::from(date.weekday().number_from_monday());
+            let day =
+                (i64::from(w.week()) - 1) * 7 + i64::from(date.weekday().number_from_monday());
             padded(day, 3, fill)
         }
         Num::Dd => padded(i64::from(date.day()), 2, fill),
@@ -390,7 +390,11 @@ fn number(n: Num, ts: &NaiveDateTime, fill: bool) -> String {
         Num::Cc => {
             let y = i64::from(date.year());
             // C division truncates toward zero, as `/` here.
-            let c = if y > 0 { (y - 1) / 100 + 1 } else { y / 100 - 1 };
+            let c = if y > 0 {
+                (y - 1) / 100 + 1
+            } else {
+                y / 100 - 1
+            };
             if (-99..=99).contains(&c) {
                 padded(c, if c >= 0 { 2 } else { 3 }, fill)
             } else {
@@ -549,7 +553,10 @@ mod tests {
         // chrono year -43 is 44 BC.
         let bc = ts(-43, 3, 15, 0, 0, 0, 0);
         assert_eq!(f(bc, "YYYY BC B.C. ad CC"), "0044 BC B.C. bc -01");
-        assert_eq!(f(ts(987, 1, 1, 0, 0, 0, 0), "YYYY FMYYYY Y,YYY"), "0987 987 0,987");
+        assert_eq!(
+            f(ts(987, 1, 1, 0, 0, 0, 0), "YYYY FMYYYY Y,YYY"),
+            "0987 987 0,987"
+        );
     }
 
     #[test]
