@@ -17,10 +17,8 @@
 //! a multiset of text rows with numbers by value, with PostgreSQL's
 //! translation of the query over the loaded tables (a top-N whose cut
 //! falls among ties, q105, by its sort keys and membership: see
-//! `queries::TiedTopN`). `queries::NEEDS_TIME_WINDOWS` (TUMBLE/HOP: q5,
-//! q7, q8) run the same way once ebbflow accepts them, and are skipped
-//! with a line while it answers 0A000 "not supported";
-//! `queries::REFUSED` lists the queries ebbflow refuses today with its
+//! `queries::TiedTopN`; q19, a per-auction top 10 by price, the same
+//! way). `queries::REFUSED` lists the queries ebbflow refuses today with its
 //! error (tried on every run: one that is accepted is compared too, and a
 //! line says to move it). The PostgreSQL text of every query ebbflow
 //! refuses gets an EXPLAIN, so it is valid the day it runs.
@@ -69,9 +67,7 @@ use common::rows::{
     diff_report, first_cell, minus, multiset, mv_mismatch, run, run_raw_within, run_within, Row,
 };
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
-use queries::{
-    Query, NEEDS_TIME_WINDOWS, NOT_APPLICABLE, QUERIES, REFUSED, SCALED, TIED_TOP_N, VARIANTS,
-};
+use queries::{Query, NOT_APPLICABLE, QUERIES, REFUSED, SCALED, TIED_TOP_N, VARIANTS};
 use streams::STREAMS;
 
 /// Events of the whole stream (all three types) unless `NEXMARK_EVENTS`.
@@ -119,8 +115,6 @@ impl Knobs {
 enum Kind {
     /// Must be accepted and match.
     Runs,
-    /// Skipped while TUMBLE/HOP are not supported.
-    TimeWindows,
     /// Refused today (with this error).
     Refused(&'static str),
 }
@@ -131,7 +125,6 @@ fn all_queries() -> Vec<(&'static Query, Kind)> {
         .iter()
         .chain(VARIANTS)
         .map(|q| (q, Kind::Runs))
-        .chain(NEEDS_TIME_WINDOWS.iter().map(|q| (q, Kind::TimeWindows)))
         .chain(REFUSED.iter().map(|(q, e)| (q, Kind::Refused(e))))
         .collect()
 }
@@ -340,10 +333,9 @@ async fn load_streams(cx: &Ctx) -> Result<(), String> {
 /// What became of one query's `CREATE MATERIALIZED VIEW`.
 enum Created {
     Yes,
-    /// Refused; the error and whether it is "not supported" (0A000).
+    /// Refused, with this error.
     No {
         error: String,
-        unsupported: bool,
     },
 }
 
@@ -356,10 +348,9 @@ async fn create_mv(cx: &Ctx, mv: &str, q: &Query) -> Result<Created, String> {
             if e.as_db_error().is_none() {
                 return Err(format!("ebbflow `{sql}`: {}", describe_pg_error(&e)));
             }
-            let error = describe_pg_error(&e);
-            let unsupported =
-                e.code().is_some_and(|c| c.code() == "0A000") || error.contains("not supported");
-            Ok(Created::No { error, unsupported })
+            Ok(Created::No {
+                error: describe_pg_error(&e),
+            })
         }
     }
 }
@@ -443,26 +434,12 @@ async fn phase_queries(cx: &Ctx) -> Result<Vec<&'static str>, String> {
         }
         match (outcome, kind) {
             (Created::Yes, _) => created.push((q, kind)),
-            (Created::No { error, .. }, Kind::Runs) => failures.push(format!(
+            (Created::No { error }, Kind::Runs) => failures.push(format!(
                 "{}: ebbflow refuses the query: {error}\n  {}",
                 q.name,
                 q.rw.trim()
             )),
-            (Created::No { error, unsupported }, Kind::TimeWindows) => {
-                if unsupported {
-                    say(&format!(
-                        "nexmark: {} skipped, TUMBLE/HOP not supported yet ({error})",
-                        q.name
-                    ));
-                } else {
-                    failures.push(format!(
-                        "{}: ebbflow refuses the query, and not as unsupported: {error}\n  {}",
-                        q.name,
-                        q.rw.trim()
-                    ));
-                }
-            }
-            (Created::No { error, .. }, Kind::Refused(known)) => {
+            (Created::No { error }, Kind::Refused(known)) => {
                 let same = if error.contains(known) {
                     String::new()
                 } else {
@@ -492,7 +469,6 @@ async fn phase_queries(cx: &Ctx) -> Result<Vec<&'static str>, String> {
                 passed.push(q.name);
                 let note = match kind {
                     Kind::Runs => String::new(),
-                    Kind::TimeWindows => " (TUMBLE/HOP now accepted)".into(),
                     Kind::Refused(_) => {
                         " (listed as refused but now accepted: move it to QUERIES)".into()
                     }
@@ -536,7 +512,7 @@ async fn phase_scale(cx: &Ctx, passed: &[&'static str]) -> Result<(), String> {
             let mv = format!("sc_{}", q.name);
             match create_mv(cx, &mv, q).await? {
                 Created::Yes => mvs.push(mv),
-                Created::No { error, .. } => {
+                Created::No { error } => {
                     return Err(format!(
                         "seed {seed}: {} refused in phase 2: {error}",
                         q.name

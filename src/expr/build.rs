@@ -310,6 +310,44 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             };
             Ok(func_expr(func, vec![unit, source], ret))
         }
+        Func::ToChar => {
+            // Only the timestamp form: numbers and intervals are refused
+            // as functions that do not exist.
+            // `NULL::timestamp` is typed; a bare NULL or string is not.
+            let untyped = |e: &Expr| is_unknown(e) && e.return_type() == Varchar;
+            let unknown_or = |e: &Expr| {
+                if untyped(e) {
+                    "unknown"
+                } else {
+                    e.return_type().pg_name()
+                }
+            };
+            let names: Vec<&str> = args.iter().map(unknown_or).collect();
+            let missing = || {
+                ExprError::new(
+                    "42883",
+                    format!("function to_char({}) does not exist", names.join(", ")),
+                )
+            };
+            if args.len() != 2 || !(types[1] == Varchar || is_unknown(&args[1])) {
+                return Err(missing());
+            }
+            let mut it = args.into_iter();
+            let (source, template) = (it.next().ok_or_else(err)?, it.next().ok_or_else(err)?);
+            let source = match source.return_type() {
+                _ if untyped(&source) => {
+                    return Err(ExprError::new(
+                        "42725",
+                        format!("function to_char({}) is not unique", names.join(", ")),
+                    ))
+                }
+                Timestamp => source,
+                Date => build_cast(source, Timestamp, true)?,
+                _ => return Err(missing()),
+            };
+            let template = coerce(template, Varchar)?;
+            Ok(func_expr(func, vec![source, template], Varchar))
+        }
         Func::TumbleStart => {
             arity((2..=3).contains(&args.len()))?;
             let mut out = Vec::with_capacity(args.len());

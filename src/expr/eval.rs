@@ -313,6 +313,12 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
                 other => return Err(internal(format!("extract from {}", other.data_type()))),
             })))
         }
+        Func::ToChar => match (v(0)?, v(1)?) {
+            (ScalarValue::Timestamp(t), tpl) => {
+                Ok(super::to_char::to_char(*t, as_str(tpl)?).map(ScalarValue::varchar))
+            }
+            (other, _) => Err(internal(format!("to_char of {}", other.data_type()))),
+        },
         Func::TumbleStart => {
             let (ScalarValue::Timestamp(t), ScalarValue::Interval(size)) = (v(0)?, v(1)?) else {
                 return Err(internal("tumble_start of a non-timestamp"));

@@ -78,6 +78,8 @@ pub enum Func {
     Extract,
     /// `date_part(unit, timestamp)`: double precision.
     DatePart,
+    /// `to_char(timestamp, template)` (a date is cast to timestamp).
+    ToChar,
     /// `tumble_start(timestamp, size [, offset])`: the start of the
     /// tumbling window holding the time (see [`super::window`]).
     TumbleStart,
@@ -115,6 +117,7 @@ impl Func {
             "date_trunc" => Func::DateTrunc,
             "extract" => Func::Extract,
             "date_part" => Func::DatePart,
+            "to_char" => Func::ToChar,
             "tumble_start" => Func::TumbleStart,
             _ => return None,
         })
@@ -201,6 +204,7 @@ impl Func {
             Func::ConcatFn => "concat",
             Func::ConcatWs => "concat_ws",
             Func::DateTrunc => "date_trunc",
+            Func::ToChar => "to_char",
             Func::TumbleStart => "tumble_start",
             Func::Extract => "extract",
             Func::DatePart => "date_part",

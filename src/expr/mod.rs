@@ -19,6 +19,7 @@ pub mod eval;
 mod func;
 pub mod over;
 mod string;
+mod to_char;
 pub mod vector;
 pub mod window;
 
