@@ -4,9 +4,9 @@
 use std::cmp::Ordering;
 
 use super::{check_indices, BatchResult};
-use crate::common::order::OrderKey;
+use crate::common::order::{compare_rows, OrderKey};
 use crate::common::Row;
-use crate::expr::over::{compare_rows, compute_partition, WindowCall};
+use crate::expr::over::{compute_partition, WindowCall};
 
 pub fn execute_over_window(
     rows: Vec<Row>,

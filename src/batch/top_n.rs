@@ -6,7 +6,7 @@
 //! key keep their input order (a stable sort), so `ORDER BY` over an
 //! ordered input refines rather than shuffles it.
 
-use std::cmp::Ordering;
+use crate::common::order::compare_rows;
 
 use super::{check_indices, BatchResult};
 use crate::common::encoding::encode_datum_ordered;
@@ -134,7 +134,7 @@ fn sort_by_compare(mut rows: Vec<Row>, order: &[OrderKey], needed: usize) -> Vec
     if needed < rows.len() / 2 {
         smallest(rows, order, needed)
     } else {
-        rows.sort_by(|a, b| compare(order, a, b));
+        rows.sort_by(|a, b| compare_rows(order, a, b));
         rows
     }
 }
@@ -145,37 +145,12 @@ fn sort_by_compare(mut rows: Vec<Row>, order: &[OrderKey], needed: usize) -> Vec
 fn smallest(rows: Vec<Row>, order: &[OrderKey], k: usize) -> Vec<Row> {
     debug_assert!(k > 0 && k < rows.len());
     let mut indexed: Vec<(usize, Row)> = rows.into_iter().enumerate().collect();
-    let cmp = |a: &(usize, Row), b: &(usize, Row)| compare(order, &a.1, &b.1).then(a.0.cmp(&b.0));
+    let cmp =
+        |a: &(usize, Row), b: &(usize, Row)| compare_rows(order, &a.1, &b.1).then(a.0.cmp(&b.0));
     indexed.select_nth_unstable_by(k - 1, cmp);
     indexed.truncate(k);
     indexed.sort_unstable_by(cmp);
     indexed.into_iter().map(|(_, r)| r).collect()
-}
-
-/// Compare two rows by the order keys.
-#[inline]
-fn compare(order: &[OrderKey], a: &Row, b: &Row) -> Ordering {
-    for key in order {
-        let ord = compare_datum(&a[key.index], &b[key.index], key.desc, key.nulls_first);
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    Ordering::Equal
-}
-
-/// One key's comparison: NULL placement is independent of the direction.
-#[inline]
-fn compare_datum(a: &Datum, b: &Datum, desc: bool, nulls_first: bool) -> Ordering {
-    match (a, b) {
-        (None, None) => Ordering::Equal,
-        (None, Some(_)) if nulls_first => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (Some(_), None) if nulls_first => Ordering::Greater,
-        (Some(_), None) => Ordering::Less,
-        (Some(x), Some(y)) if desc => y.cmp(x),
-        (Some(x), Some(y)) => x.cmp(y),
-    }
 }
 
 #[cfg(test)]
@@ -292,7 +267,7 @@ mod tests {
         ];
         for order in &orders {
             let mut full = rows.clone();
-            full.sort_by(|a, b| compare(order, a, b));
+            full.sort_by(|a, b| compare_rows(order, a, b));
             let encoded = EncodedKeys::encode(&rows, order);
             assert_eq!(encoded.is_none(), order.iter().any(|k| k.index == 3));
             for needed in [1, 5, 17, 100, 299, 300, 600] {

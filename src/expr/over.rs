@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use super::agg::{create_accumulator, Accumulator, AggCall, AggKind};
 use super::ExprResult;
-use crate::common::order::OrderKey;
+use crate::common::order::{compare_rows, OrderKey};
 use crate::common::{DataType, Datum, Row, ScalarValue};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -102,26 +102,6 @@ impl WindowCall {
             distinct: false,
         }
     }
-}
-
-/// Compare two rows by the order keys (NULL placement independent of the
-/// direction), as ORDER BY sorts.
-pub fn compare_rows(order: &[OrderKey], a: &[Datum], b: &[Datum]) -> Ordering {
-    for key in order {
-        let ord = match (&a[key.index], &b[key.index]) {
-            (None, None) => Ordering::Equal,
-            (None, Some(_)) if key.nulls_first => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (Some(_), None) if key.nulls_first => Ordering::Greater,
-            (Some(_), None) => Ordering::Less,
-            (Some(x), Some(y)) if key.desc => y.cmp(x),
-            (Some(x), Some(y)) => x.cmp(y),
-        };
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    Ordering::Equal
 }
 
 /// The values of `calls` for each row of one partition, `rows` being in

@@ -81,13 +81,19 @@ impl TimeWindow {
         i64::try_from(t as i128 - rem).ok()
     }
 
-    /// The start of the `k`-th window holding `t` (0 the latest), and its
-    /// end; `None` when either falls outside the range of timestamps.
-    pub fn window(&self, t: i64, k: i64) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    /// The start and end of the `k`-th window holding `t` (0 the latest),
+    /// in microseconds; `None` past the range of `i64`.
+    pub fn bounds(&self, t: i64, k: i64) -> Option<(i64, i64)> {
         let start = self
             .last_start(t)?
             .checked_sub(k.checked_mul(self.slide)?)?;
-        let end = start.checked_add(self.size)?;
+        Some((start, start.checked_add(self.size)?))
+    }
+
+    /// [`Self::bounds`] as timestamps; `None` when either falls outside
+    /// the range of timestamps.
+    pub fn window(&self, t: i64, k: i64) -> Option<(NaiveDateTime, NaiveDateTime)> {
+        let (start, end) = self.bounds(t, k)?;
         Some((to_timestamp(start)?, to_timestamp(end)?))
     }
 }

@@ -39,11 +39,7 @@ impl HopWindowExecutor {
 
     /// Window `k` of time `t`, in microseconds, if it is in range.
     fn bounds(&self, t: i64, k: i64) -> Option<(i64, i64)> {
-        let start = self
-            .window
-            .last_start(t)?
-            .checked_sub(k.checked_mul(self.window.slide)?)?;
-        let end = start.checked_add(self.window.size)?;
+        let (start, end) = self.window.bounds(t, k)?;
         (start >= self.range.0 && end <= self.range.1).then_some((start, end))
     }
 }

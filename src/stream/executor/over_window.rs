@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::{encode_datum_ordered, encode_row, vnode_of};
-use crate::common::order::OrderKey;
+use crate::common::encoding::{encode_row, vnode_of};
+use crate::common::order::{encode_sort_key, OrderKey};
 use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
 use crate::expr::over::{compute_partition, WindowCall, WindowFuncKind};
 use crate::storage::StateTable;
@@ -86,12 +86,7 @@ impl OverWindowExecutor {
 
     fn sort_key(&self, row: &Row, pk: &[Datum]) -> Vec<u8> {
         let mut k = Vec::with_capacity(32);
-        for o in &self.order_by {
-            let d = &row[o.index];
-            // A leading byte places NULLs; the value bytes order the rest.
-            k.push(if d.is_none() == o.nulls_first { 0 } else { 1 });
-            encode_datum_ordered(&mut k, d, o.desc);
-        }
+        encode_sort_key(&mut k, &self.order_by, row);
         encode_row(&mut k, pk);
         k
     }

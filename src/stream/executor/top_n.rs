@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::{encode_datum_ordered, encode_row};
-use crate::common::order::OrderKey;
+use crate::common::encoding::encode_row;
+use crate::common::order::{encode_sort_key, OrderKey};
 use crate::common::{Datum, Op, Row, StreamChunk};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
@@ -57,12 +57,7 @@ impl TopNExecutor {
 
     fn sort_key(&self, row: &Row) -> Vec<u8> {
         let mut k = Vec::with_capacity(32);
-        for o in &self.order {
-            let d = &row[o.index];
-            // A leading byte places NULLs; the value bytes order the rest.
-            k.push(if d.is_none() == o.nulls_first { 0 } else { 1 });
-            encode_datum_ordered(&mut k, d, o.desc);
-        }
+        encode_sort_key(&mut k, &self.order, row);
         let pk: Row = self.pk.iter().map(|&i| row[i].clone()).collect();
         encode_row(&mut k, &pk);
         k
