@@ -17,6 +17,7 @@ pub mod cast;
 mod datetime;
 pub mod eval;
 mod func;
+mod monotone;
 pub mod over;
 mod string;
 mod to_char;

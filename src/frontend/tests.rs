@@ -36,6 +36,7 @@ async fn create_table(meta: &Meta, name: &str, cols: &[&str], pk: Vec<usize>) ->
         BTreeMap::new(),
         Parallelism::Adaptive,
         false,
+        None,
     )
     .await
     .unwrap();
@@ -58,6 +59,7 @@ async fn create_mv(
         BTreeMap::new(),
         Parallelism::Adaptive,
         Vec::new(),
+        crate::planner::stream::Emit::OnUpdate,
     )
     .await
     .unwrap();
@@ -295,6 +297,7 @@ async fn datagen_feeds_a_table_exactly_once() {
         opts,
         Parallelism::Adaptive,
         false,
+        None,
     )
     .await
     .unwrap();

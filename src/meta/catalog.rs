@@ -87,6 +87,20 @@ pub struct RelationDesc {
     /// and DELETE are refused), so nothing looks a row up by its key.
     #[serde(default)]
     pub append_only: bool,
+    /// `WATERMARK FOR col AS expr` (sources and append-only tables).
+    #[serde(default)]
+    pub watermark: Option<WatermarkDesc>,
+}
+
+/// A relation's watermark: rows may come late by what `expr` takes off
+/// `column` (see `stream::executor::watermark_filter`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WatermarkDesc {
+    pub column: usize,
+    /// Over the relation's row, of the column's type.
+    pub expr: crate::expr::Expr,
+    /// `expr` as written, for `SHOW CREATE`.
+    pub text: String,
 }
 
 impl RelationDesc {

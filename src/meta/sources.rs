@@ -22,6 +22,7 @@ impl Meta {
         columns: Vec<ColumnDesc>,
         pk: Vec<usize>,
         with_options: std::collections::BTreeMap<String, String>,
+        watermark: Option<crate::meta::catalog::WatermarkDesc>,
     ) -> MetaResult<()> {
         let _ddl = self.ddl_lock.lock().await;
         {
@@ -38,6 +39,7 @@ impl Meta {
                 definition: None,
                 with_options,
                 append_only: true,
+                watermark,
             };
             st.relations.insert(
                 id,

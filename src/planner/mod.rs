@@ -3,6 +3,7 @@
 
 pub mod logical;
 pub mod stream;
+mod watermark;
 
 /// A planning error with its SQLSTATE (`0A000` for what the stream planner
 /// cannot maintain incrementally).

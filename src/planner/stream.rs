@@ -42,6 +42,19 @@ pub struct StreamPlanner<'a> {
     internal_tables: Vec<TableId>,
     /// Sources read (each becomes a source fragment of this job).
     sources: Vec<TableId>,
+    emit: Emit,
+    /// Under `EMIT ON WINDOW CLOSE`: the aggregation that emits so.
+    window_close_agg: Option<*const LogicalPlan>,
+}
+
+/// When an MV emits its changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// At every barrier, every change (the default).
+    OnUpdate,
+    /// `EMIT ON WINDOW CLOSE`: each window's rows once, final, when the
+    /// watermark passes the window (append-only output).
+    OnWindowClose,
 }
 
 type PResult<T> = Result<T, PlanError>;
@@ -57,6 +70,8 @@ impl<'a> StreamPlanner<'a> {
             alloc_table_id,
             internal_tables: Vec::new(),
             sources: Vec::new(),
+            emit: Emit::OnUpdate,
+            window_close_agg: None,
         }
     }
 
@@ -87,6 +102,22 @@ impl<'a> StreamPlanner<'a> {
         )
     }
 
+    /// The executor that starts `relation`'s watermark, if it has one.
+    fn watermark_filter(&mut self, relation: &RelationDesc) -> Option<NodeDesc> {
+        let wm = relation.watermark.as_ref()?;
+        Some(NodeDesc::WatermarkFilter {
+            column: wm.column,
+            expr: wm.expr.clone(),
+            table: StateTableDesc {
+                table_id: self.table_id(),
+                pk_types: vec![],
+                pk_desc: vec![],
+                dist_in_pk: vec![],
+                value_types: Some(vec![wm.expr.return_type()]),
+            },
+        })
+    }
+
     /// A fragment of the job's own that reads `relation`'s connector:
     /// parallel, each actor reading the splits of its vnodes; rows carry
     /// the hidden row id (their position in the stream) as stream key and
@@ -109,7 +140,7 @@ impl<'a> StreamPlanner<'a> {
         let state = SourceDesc::split_state(self.table_id());
         Ok(Node {
             frag: PlanFragment {
-                nodes: vec![],
+                nodes: self.watermark_filter(relation).into_iter().collect(),
                 inputs: vec![],
                 singleton: false,
                 source: SourceDesc::Splits { desc, state },
@@ -122,6 +153,11 @@ impl<'a> StreamPlanner<'a> {
 
     /// Plan an MV over `plan`, whose output columns are named `names`;
     /// the materialized state is table `mv_id`.
+    pub fn with_emit(mut self, emit: Emit) -> Self {
+        self.emit = emit;
+        self
+    }
+
     pub fn plan_mv(
         mut self,
         plan: &LogicalPlan,
@@ -130,6 +166,10 @@ impl<'a> StreamPlanner<'a> {
     ) -> PResult<PlanGraph> {
         let mut plan = plan.clone();
         plan.push_rank_limits();
+        if self.emit == Emit::OnWindowClose {
+            let agg = plan.window_close_aggregate()?;
+            self.window_close_agg = Some(agg as *const LogicalPlan);
+        }
         let node = self.plan(&plan)?;
         let visible = names.len();
         // Put the stream key (and distribution) into the output as hidden
@@ -275,13 +315,15 @@ impl<'a> StreamPlanner<'a> {
                         value_types: None,
                     },
                 };
+                let mut nodes = vec![NodeDesc::StreamScan {
+                    upstream_table: relation.id,
+                    upstream_types: relation.types(),
+                    backfill: Some(backfill),
+                }];
+                nodes.extend(self.watermark_filter(relation));
                 Ok(Node {
                     frag: PlanFragment {
-                        nodes: vec![NodeDesc::StreamScan {
-                            upstream_table: relation.id,
-                            upstream_types: relation.types(),
-                            backfill: Some(backfill),
-                        }],
+                        nodes,
                         inputs: vec![(Upstream::Existing(relation.id), spec)],
                         singleton,
                         source: SourceDesc::None,
@@ -372,6 +414,7 @@ impl<'a> StreamPlanner<'a> {
                 node.frag.nodes.push(NodeDesc::HopWindow {
                     time_col: time_col.clone(),
                     window: *window,
+                    input_width: Some(phys),
                 });
                 node.types.extend([DataType::Timestamp; 2]);
                 // A row is in several windows: the window start tells them
@@ -429,9 +472,13 @@ impl<'a> StreamPlanner<'a> {
                 };
                 let table_id = self.table_id();
                 let key_types: Vec<DataType> = group_by.iter().map(|&i| types[i]).collect();
+                let emit_on_window_close = self
+                    .window_close_agg
+                    .is_some_and(|p| std::ptr::eq(p, plan as *const LogicalPlan));
                 frag.nodes.push(NodeDesc::HashAgg {
                     group_by: group_by.clone(),
                     calls: aggs.clone(),
+                    emit_on_window_close,
                     table: StateTableDesc {
                         table_id,
                         pk_types: key_types.clone(),

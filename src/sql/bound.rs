@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::common::{DataType, Datum};
 use crate::expr::Expr;
-use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId, WatermarkDesc};
 use crate::planner::logical::LogicalPlan;
 
 /// A parallelism a user asked for.
@@ -41,6 +41,8 @@ pub enum BoundStatement {
         if_not_exists: bool,
         /// `APPEND ONLY`: no primary key, UPDATE and DELETE refused.
         append_only: bool,
+        /// `WATERMARK FOR` (append-only tables only).
+        watermark: Option<WatermarkDesc>,
     },
     /// `CREATE SOURCE`: columns and connector options (checked by the
     /// connector when the source is created).
@@ -49,6 +51,7 @@ pub enum BoundStatement {
         columns: Vec<ColumnDesc>,
         with_options: BTreeMap<String, String>,
         if_not_exists: bool,
+        watermark: Option<WatermarkDesc>,
     },
     CreateMaterializedView {
         name: String,
@@ -62,6 +65,9 @@ pub enum BoundStatement {
         /// Plain views the query named (inlined into `plan`): the MV
         /// depends on them.
         views: Vec<TableId>,
+        /// `EMIT ON WINDOW CLOSE`: each window's row once, when the
+        /// watermark closes it.
+        emit_on_window_close: bool,
     },
     /// `CREATE [OR REPLACE] VIEW name [(cols)] AS query`: stored as its
     /// query text.

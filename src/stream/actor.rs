@@ -252,10 +252,15 @@ impl Actor {
         // (a global aggregate or top-N loads its state at a barrier) before
         // the previous owner's last epoch is readable: it skips this step.
         let flush_started = std::time::Instant::now();
+        let mut watermarks = match &mut self.input {
+            ActorInput::Merge(m) | ActorInput::Source { merge: m, .. } => m.take_watermarks(),
+        };
         for i in 0..self.executors.len() {
             if newly_added {
+                watermarks.clear();
                 break;
             }
+            watermarks = vec![self.executors[i].process_watermarks(&watermarks)];
             let mut out = Vec::new();
             self.executors[i]
                 .process_barrier(&barrier, &mut out)
@@ -272,7 +277,13 @@ impl Actor {
             flush_ms = flush_started.elapsed().as_secs_f64() * 1000.0,
             "barrier flushed"
         );
-        // 4. forward
+        // 4. forward, with the output's watermarks
+        let mut barrier = barrier;
+        barrier.watermarks = match watermarks.len() {
+            1 => watermarks.pop().unwrap_or_default(),
+            // No executor between several inputs and the output.
+            _ => Vec::new(),
+        };
         self.dispatch
             .dispatch_barrier(&barrier, &self.registry)
             .await?;

@@ -18,6 +18,7 @@ use super::executor::project::ProjectExecutor;
 use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
 use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
+use super::executor::watermark_filter::WatermarkFilterExecutor;
 use super::executor::Executor;
 use super::message::{ActorId, DispatcherDesc, FragmentId};
 use super::source::datagen::DatagenDesc;
@@ -72,6 +73,10 @@ pub enum NodeDesc {
     HopWindow {
         time_col: Expr,
         window: TimeWindow,
+        /// Columns of the input (where the window bounds go), to place
+        /// their watermarks; `None` in jobs planned before watermarks.
+        #[serde(default)]
+        input_width: Option<usize>,
     },
     Materialize {
         table: StateTableDesc,
@@ -84,6 +89,10 @@ pub enum NodeDesc {
         group_by: Vec<usize>,
         calls: Vec<AggCall>,
         table: StateTableDesc,
+        /// Emit each group once, when the watermark on a grouping key
+        /// passes it (`EMIT ON WINDOW CLOSE`).
+        #[serde(default)]
+        emit_on_window_close: bool,
     },
     HashJoin {
         kind: JoinKind,
@@ -115,6 +124,13 @@ pub enum NodeDesc {
         table: StateTableDesc,
     },
     Union,
+    /// The watermark of a relation with `WATERMARK FOR`: on column
+    /// `column`, the highest `expr` seen; `table` holds it per vnode.
+    WatermarkFilter {
+        column: usize,
+        expr: Expr,
+        table: StateTableDesc,
+    },
     StreamScan {
         upstream_table: TableId,
         upstream_types: Vec<DataType>,
@@ -136,6 +152,7 @@ impl NodeDesc {
             NodeDesc::OverWindow { .. } => "OverWindow",
             NodeDesc::TopN { .. } => "TopN",
             NodeDesc::Union => "Union",
+            NodeDesc::WatermarkFilter { .. } => "WatermarkFilter",
             NodeDesc::StreamScan { .. } => "StreamScan",
         }
     }
@@ -146,7 +163,8 @@ impl NodeDesc {
             NodeDesc::Materialize { table, .. }
             | NodeDesc::HashAgg { table, .. }
             | NodeDesc::TopN { table, .. }
-            | NodeDesc::OverWindow { table, .. } => vec![table.table_id],
+            | NodeDesc::OverWindow { table, .. }
+            | NodeDesc::WatermarkFilter { table, .. } => vec![table.table_id],
             NodeDesc::HashJoin {
                 left_table,
                 right_table,
@@ -292,10 +310,22 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
     let id = actor.actor_id;
     match node {
         NodeDesc::Project { exprs } => Box::new(ProjectExecutor::new(exprs.clone(), id)),
-        NodeDesc::HopWindow { time_col, window } => {
-            Box::new(HopWindowExecutor::new(time_col.clone(), *window, id))
-        }
+        NodeDesc::HopWindow {
+            time_col,
+            window,
+            input_width,
+        } => Box::new(HopWindowExecutor::new(time_col.clone(), *window, id).with_input_width(*input_width)),
         NodeDesc::Filter { predicate } => Box::new(FilterExecutor::new(predicate.clone(), id)),
+        NodeDesc::WatermarkFilter {
+            column,
+            expr,
+            table,
+        } => Box::new(WatermarkFilterExecutor::new(
+            *column,
+            expr.clone(),
+            table.build(store, vnodes),
+            id,
+        )),
         NodeDesc::Materialize {
             table,
             pk,
@@ -318,13 +348,17 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             group_by,
             calls,
             table,
-        } => Box::new(HashAggExecutor::new(
-            group_by.clone(),
-            calls.clone(),
-            // Groups are written at the barrier, once each.
-            table.build(store, vnodes).log_writes(),
-            id,
-        )),
+            emit_on_window_close,
+        } => Box::new(
+            HashAggExecutor::new(
+                group_by.clone(),
+                calls.clone(),
+                // Groups are written at the barrier, once each.
+                table.build(store, vnodes).log_writes(),
+                id,
+            )
+            .emit_on_window_close(*emit_on_window_close),
+        ),
         NodeDesc::HashJoin {
             kind,
             left_keys,

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::channel::{self, Receiver, Sender, CHANNEL_ROWS};
 use super::message::{
-    ActorId, Barrier, DispatcherDesc, DispatcherKind, FragmentId, Message, Mutation,
+    ActorId, Barrier, DispatcherDesc, DispatcherKind, FragmentId, Message, Mutation, Watermark,
 };
 use super::{StreamError, StreamResult};
 use crate::common::encoding::vnodes_of_column_rows;
@@ -155,6 +155,11 @@ pub struct Merge {
     ended: Vec<bool>,
     /// Inputs added by a scale barrier: their first message must be it.
     joining: Vec<bool>,
+    /// The watermarks each blocked input's barrier carried.
+    input_watermarks: Vec<Vec<Watermark>>,
+    /// The watermarks of the last aligned barrier, per executor input
+    /// index (see [`Merge::take_watermarks`]).
+    aligned_watermarks: Vec<Vec<Watermark>>,
     pending_barrier: Option<Barrier>,
     next_start: usize,
     /// The owning actor and the registry, to find inputs added by a scale
@@ -171,6 +176,8 @@ impl Merge {
             buffered: (0..n).map(|_| Default::default()).collect(),
             ended: vec![false; n],
             joining: vec![false; n],
+            input_watermarks: vec![Vec::new(); n],
+            aligned_watermarks: Vec::new(),
             pending_barrier: None,
             next_start: 0,
             owner: None,
@@ -193,6 +200,7 @@ impl Merge {
         self.buffered.push(Default::default());
         self.ended.push(false);
         self.joining.push(joining);
+        self.input_watermarks.push(Vec::new());
     }
 
     /// Drop the inputs from these upstream actors (after the barrier that
@@ -209,6 +217,7 @@ impl Merge {
                 self.buffered.remove(i);
                 self.ended.remove(i);
                 self.joining.remove(i);
+                self.input_watermarks.remove(i);
             } else {
                 i += 1;
             }
@@ -304,14 +313,45 @@ impl Merge {
                     }
                     self.blocked[idx] = true;
                     self.joining[idx] = false;
+                    self.input_watermarks[idx] = b.watermarks.clone();
                     if self.blocked.iter().all(|b| *b) {
-                        let barrier = self.pending_barrier.take().unwrap_or(b);
+                        let mut barrier = self.pending_barrier.take().unwrap_or(b);
+                        barrier.watermarks.clear();
+                        self.align_watermarks();
                         self.blocked.iter_mut().for_each(|b| *b = false);
                         return Ok((0, Message::Barrier(barrier)));
                     }
                 }
             }
         }
+    }
+
+    /// Per executor input index, the least watermark of each column over
+    /// the inputs of that index; a column some input has none for has none.
+    fn align_watermarks(&mut self) {
+        let width = self.inputs.iter().map(|i| i.input_index + 1).max().unwrap_or(0);
+        let mut out: Vec<Option<Vec<Watermark>>> = vec![None; width];
+        for (input, wms) in self.inputs.iter().zip(&mut self.input_watermarks) {
+            let wms = std::mem::take(wms);
+            let slot = &mut out[input.input_index];
+            *slot = Some(match slot.take() {
+                None => wms,
+                Some(acc) => acc
+                    .into_iter()
+                    .filter_map(|w| {
+                        let other = Watermark::of(&wms, w.column)?;
+                        Some(Watermark::new(w.column, w.value.min(other.clone())))
+                    })
+                    .collect(),
+            });
+        }
+        self.aligned_watermarks = out.into_iter().map(Option::unwrap_or_default).collect();
+    }
+
+    /// The watermarks of the barrier [`Merge::next`] returned last, indexed
+    /// by executor input index (empty before any barrier).
+    pub fn take_watermarks(&mut self) -> Vec<Vec<Watermark>> {
+        std::mem::take(&mut self.aligned_watermarks)
     }
 
     /// A scale barrier may add upstream actors: their inputs take part in

@@ -36,13 +36,37 @@
 //!   outputs and vnode mappings, merge input changes, new bitmaps, actors to
 //!   drop and actors that start here.
 //! * `Pause` / `Resume`: sources stop / restart emitting data.
+//!
+//! # Watermarks
+//!
+//! A [`Watermark`] on column `c` of an edge says: no row after this point
+//! of the stream has `c` below `value`. Watermarks ride on barriers: the
+//! barrier an actor sends carries the watermarks of its output at that
+//! point (`Barrier::watermarks`), so they advance once per barrier and
+//! never overtake data. Between the merge and the dispatchers:
+//!
+//! 1. the merge, aligning a barrier, takes per executor input and column
+//!    the least watermark of the inputs (a column some input has no
+//!    watermark for has none);
+//! 2. before `process_barrier`, each executor in chain order gets the
+//!    watermarks of its inputs (`Executor::process_watermarks`) and
+//!    returns those of its output — an executor that cannot say anything
+//!    about its output returns none, which is always correct;
+//! 3. the barrier is forwarded with the last executor's watermarks.
+//!
+//! Watermarks start at the `WatermarkFilter` placed after a relation with
+//! `WATERMARK FOR`, which drops the rows below the watermark it has
+//! announced (late rows). Executors keep the highest watermark they were
+//! given: none at one barrier (an actor just added by a scale) is no news,
+//! not a step back. An actor added by a scale barrier sends that barrier
+//! without watermarks.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::{Bitmap, StreamChunk};
+use crate::common::{Bitmap, ScalarValue, StreamChunk};
 
 pub type ActorId = u32;
 pub type FragmentId = u32;
@@ -59,6 +83,28 @@ pub struct Epoch {
 pub struct Barrier {
     pub epoch: Epoch,
     pub mutation: Option<Arc<Mutation>>,
+    /// The sending actor's output watermarks at this barrier (see
+    /// "Watermarks" above); meta injects barriers without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watermarks: Vec<Watermark>,
+}
+
+/// No row after the barrier carrying it has column `column` below `value`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watermark {
+    pub column: usize,
+    pub value: ScalarValue,
+}
+
+impl Watermark {
+    pub fn new(column: usize, value: ScalarValue) -> Self {
+        Watermark { column, value }
+    }
+
+    /// The watermark of `column` in `list`, if it has one.
+    pub fn of(list: &[Watermark], column: usize) -> Option<&ScalarValue> {
+        list.iter().find(|w| w.column == column).map(|w| &w.value)
+    }
 }
 
 impl Barrier {
@@ -66,6 +112,7 @@ impl Barrier {
         Barrier {
             epoch,
             mutation: None,
+            watermarks: Vec::new(),
         }
     }
 
@@ -73,6 +120,7 @@ impl Barrier {
         Barrier {
             epoch,
             mutation: Some(Arc::new(mutation)),
+            watermarks: Vec::new(),
         }
     }
 

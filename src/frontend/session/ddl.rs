@@ -6,13 +6,13 @@ use std::sync::Arc;
 use super::{command, fields, int, rows_result, text, FResult, LocalSession};
 use crate::common::DataType;
 use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::catalog::{ColumnDesc, RelationKind, TableId};
+use crate::meta::catalog::{ColumnDesc, RelationKind, TableId, WatermarkDesc};
 use crate::meta::graph::{PlanGraph, UpstreamSnapshot};
 use crate::meta::reschedule::{ScaleKind, ScaleSummary};
 use crate::meta::service::{relation_desc, table_columns, Parallelism};
 use crate::meta::Meta;
 use crate::planner::logical::LogicalPlan;
-use crate::planner::stream::{plan_table, StreamPlanner};
+use crate::planner::stream::{plan_table, Emit, StreamPlanner};
 use crate::sql::bound::ParallelismTarget;
 use crate::stream::source::{connector_from_options, Connector, SplitSourceDesc};
 
@@ -22,11 +22,17 @@ pub(super) fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {
 }
 
 /// The stream graph of an MV, with table ids from meta.
-fn plan_mv(meta: &Arc<Meta>, plan: &LogicalPlan, names: &[String], id: u32) -> FResult<PlanGraph> {
+fn plan_mv(
+    meta: &Arc<Meta>,
+    plan: &LogicalPlan,
+    names: &[String],
+    id: u32,
+    emit: Emit,
+) -> FResult<PlanGraph> {
     let upstream = upstream_snapshot(meta);
     let meta = meta.clone();
     let mut alloc = move || meta.alloc_table_id();
-    let planner = StreamPlanner::new(&upstream, &mut alloc);
+    let planner = StreamPlanner::new(&upstream, &mut alloc).with_emit(emit);
     Ok(planner.plan_mv(plan, names, id)?)
 }
 
@@ -40,6 +46,7 @@ pub(crate) async fn create_table_job(
     with_options: BTreeMap<String, String>,
     parallelism: Parallelism,
     append_only: bool,
+    watermark: Option<WatermarkDesc>,
 ) -> FResult<()> {
     let (columns, pk, user_pk) = table_columns(columns, pk);
     let id = meta.alloc_table_id();
@@ -66,6 +73,7 @@ pub(crate) async fn create_table_job(
         with_options,
     );
     desc.append_only = append_only;
+    desc.watermark = watermark;
     meta.create_job(desc, graph, parallelism).await?;
     Ok(())
 }
@@ -107,6 +115,7 @@ pub(crate) async fn create_source(
     name: String,
     columns: Vec<ColumnDesc>,
     with_options: BTreeMap<String, String>,
+    watermark: Option<WatermarkDesc>,
 ) -> FResult<()> {
     let (columns, pk, _) = table_columns(columns, vec![]);
     let mut with_options = with_options;
@@ -117,7 +126,8 @@ pub(crate) async fn create_source(
             "CREATE SOURCE needs WITH (connector = 'datagen' | 'nexmark', …)",
         ));
     }
-    meta.create_source(name, columns, pk, with_options).await?;
+    meta.create_source(name, columns, pk, with_options, watermark)
+        .await?;
     Ok(())
 }
 
@@ -134,9 +144,10 @@ pub(crate) async fn create_mv_job(
     with_options: BTreeMap<String, String>,
     parallelism: Parallelism,
     views: Vec<TableId>,
+    emit: Emit,
 ) -> FResult<()> {
     let id = meta.alloc_table_id();
-    let mut graph = plan_mv(meta, plan, column_names, id)?;
+    let mut graph = plan_mv(meta, plan, column_names, id, emit)?;
     graph.views = views;
     let desc = relation_desc(
         id,
@@ -175,6 +186,7 @@ impl LocalSession {
         pk: Vec<usize>,
         with_options: BTreeMap<String, String>,
         append_only: bool,
+        watermark: Option<WatermarkDesc>,
     ) -> FResult<()> {
         let parallelism = self.parallelism_for(&with_options)?;
         create_table_job(
@@ -185,6 +197,7 @@ impl LocalSession {
             with_options,
             parallelism,
             append_only,
+            watermark,
         )
         .await
     }
@@ -197,6 +210,7 @@ impl LocalSession {
         definition: String,
         with_options: BTreeMap<String, String>,
         views: Vec<TableId>,
+        emit: Emit,
     ) -> FResult<()> {
         let parallelism = self.parallelism_for(&with_options)?;
         create_mv_job(
@@ -208,6 +222,7 @@ impl LocalSession {
             with_options,
             parallelism,
             views,
+            emit,
         )
         .await
     }

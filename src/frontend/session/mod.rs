@@ -25,6 +25,7 @@ use crate::meta::service::Parallelism;
 use crate::meta::system::{system_relation, system_rows};
 use crate::meta::{Meta, MetaError};
 use crate::planner::logical::LogicalPlan;
+use crate::planner::stream::Emit;
 use crate::planner::PlanError;
 use crate::sql::{BoundStatement, ParallelismSpec, ParamContext, Statement};
 
@@ -352,9 +353,10 @@ impl LocalSession {
                 with_options,
                 if_not_exists,
                 append_only,
+                watermark,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    self.create_table(name, columns, pk, with_options, append_only)
+                    self.create_table(name, columns, pk, with_options, append_only, watermark)
                         .await?;
                 }
                 Ok(command("CREATE TABLE"))
@@ -364,9 +366,10 @@ impl LocalSession {
                 columns,
                 with_options,
                 if_not_exists,
+                watermark,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    ddl::create_source(&self.meta, name, columns, with_options).await?;
+                    ddl::create_source(&self.meta, name, columns, with_options, watermark).await?;
                 }
                 Ok(command("CREATE SOURCE"))
             }
@@ -378,9 +381,15 @@ impl LocalSession {
                 with_options,
                 if_not_exists,
                 views,
+                emit_on_window_close,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    self.create_mv(name, &plan, &column_names, definition, with_options, views)
+                    let emit = if emit_on_window_close {
+                        Emit::OnWindowClose
+                    } else {
+                        Emit::OnUpdate
+                    };
+                    self.create_mv(name, &plan, &column_names, definition, with_options, views, emit)
                         .await?;
                 }
                 Ok(command("CREATE MATERIALIZED VIEW"))

@@ -8,9 +8,11 @@ use sqlparser::ast::{
 
 use super::from::relation_name;
 use super::types::data_type_from_ast;
-use super::Binder;
-use crate::meta::catalog::{ColumnDesc, RelationKind};
-use crate::sql::parser::{ident_value, object_name_to_string};
+use super::scope::Scope;
+use super::{Binder, ExprCtx};
+use crate::common::DataType;
+use crate::meta::catalog::{ColumnDesc, RelationKind, WatermarkDesc};
+use crate::sql::parser::{ident_value, object_name_to_string, WatermarkSpec};
 use crate::sql::{BoundStatement, SqlError, SqlResult};
 
 /// The unqualified name of a relation being created (only the default
@@ -151,6 +153,71 @@ impl Binder<'_> {
             with_options: with_options(&ct.table_options)?,
             if_not_exists: ct.if_not_exists,
             append_only: false,
+            watermark: None,
+        })
+    }
+
+    /// `WATERMARK FOR col AS expr` over `columns`: `expr` has the column's
+    /// type.
+    fn bind_watermark(
+        &mut self,
+        columns: &[ColumnDesc],
+        spec: &WatermarkSpec,
+    ) -> SqlResult<WatermarkDesc> {
+        let name = ident_value(&spec.column.value, spec.column.quote_style);
+        let column = columns.iter().position(|c| c.name == name).ok_or_else(|| {
+            SqlError::new(
+                "42703",
+                format!("column \"{name}\" named in WATERMARK does not exist"),
+            )
+        })?;
+        let ty = columns[column].data_type;
+        if !matches!(
+            ty,
+            DataType::Timestamp | DataType::Date | DataType::Int16 | DataType::Int32 | DataType::Int64
+        ) {
+            return Err(SqlError::new(
+                "42804",
+                format!(
+                    "a watermark column must be a timestamp, date or integer, not {}",
+                    ty.pg_name()
+                ),
+            ));
+        }
+        let scope = Scope::of_relation(
+            None,
+            columns.iter().map(|c| (c.name.clone(), c.data_type, false)),
+        );
+        let saved = std::mem::replace(
+            &mut self.ctx,
+            ExprCtx::Plain {
+                agg_error: "aggregate functions are not allowed in WATERMARK",
+            },
+        );
+        let bound = self.bind_expr(&scope, &spec.expr);
+        self.ctx = saved;
+        let bound = bound?;
+        let expr = self.resolve(bound, ty)?;
+        if expr.return_type() != ty {
+            return Err(SqlError::new(
+                "42804",
+                format!(
+                    "the watermark expression must be of the column's type {}, not {}",
+                    ty.pg_name(),
+                    expr.return_type().pg_name()
+                ),
+            ));
+        }
+        if expr.monotone_input() != Some(column) {
+            return Err(SqlError::new(
+                "0A000",
+                format!("the watermark expression must be \"{name}\" or \"{name}\" minus a constant"),
+            ));
+        }
+        Ok(WatermarkDesc {
+            column,
+            expr,
+            text: spec.expr.to_string(),
         })
     }
 
@@ -159,12 +226,20 @@ impl Binder<'_> {
     pub(super) fn bind_create_append_only_table(
         &mut self,
         ct: &ast::CreateTable,
+        wm: Option<&WatermarkSpec>,
     ) -> SqlResult<BoundStatement> {
         let mut bound = self.bind_create_table(ct)?;
         if let BoundStatement::CreateTable {
-            pk, append_only, ..
+            pk,
+            append_only,
+            columns,
+            watermark,
+            ..
         } = &mut bound
         {
+            if let Some(wm) = wm {
+                *watermark = Some(self.bind_watermark(columns, wm)?);
+            }
             if !pk.is_empty() {
                 return Err(SqlError::new(
                     "0A000",
@@ -180,6 +255,7 @@ impl Binder<'_> {
     pub(super) fn bind_create_source(
         &mut self,
         ct: &ast::CreateTable,
+        wm: Option<&WatermarkSpec>,
     ) -> SqlResult<BoundStatement> {
         let BoundStatement::CreateTable {
             name,
@@ -207,11 +283,16 @@ impl Binder<'_> {
                 "CREATE SOURCE needs WITH (connector = 'datagen' | 'nexmark', …)",
             ));
         }
+        let watermark = match wm {
+            Some(wm) => Some(self.bind_watermark(&columns, wm)?),
+            None => None,
+        };
         Ok(BoundStatement::CreateSource {
             name,
             columns,
             with_options,
             if_not_exists,
+            watermark,
         })
     }
 
@@ -241,6 +322,7 @@ impl Binder<'_> {
             with_options: with_options(&cv.options)?,
             if_not_exists: cv.if_not_exists,
             views,
+            emit_on_window_close: false,
         })
     }
 

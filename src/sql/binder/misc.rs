@@ -220,8 +220,32 @@ impl Binder<'_> {
                 value: value.clone(),
             },
             Statement::ShowCluster => BoundStatement::ShowCluster,
-            Statement::CreateSource(ct) => return self.bind_create_source(ct),
-            Statement::CreateAppendOnlyTable(ct) => return self.bind_create_append_only_table(ct),
+            Statement::CreateSource(ct, wm) => return self.bind_create_source(ct, wm.as_ref()),
+            Statement::CreateAppendOnlyTable(ct, wm) => {
+                return self.bind_create_append_only_table(ct, wm.as_ref())
+            }
+            Statement::EmitOnWindowClose(stmt) => {
+                let ast::Statement::CreateView(cv) = stmt.as_ref() else {
+                    return Err(SqlError::syntax("EMIT ON WINDOW CLOSE ends a CREATE MATERIALIZED VIEW"));
+                };
+                let mut bound = self.bind_create_view(cv)?;
+                match &mut bound {
+                    BoundStatement::CreateMaterializedView {
+                        emit_on_window_close,
+                        definition,
+                        ..
+                    } => {
+                        *emit_on_window_close = true;
+                        definition.push_str(" EMIT ON WINDOW CLOSE");
+                    }
+                    _ => {
+                        return Err(SqlError::syntax(
+                            "EMIT ON WINDOW CLOSE ends a CREATE MATERIALIZED VIEW",
+                        ))
+                    }
+                }
+                return Ok(bound);
+            }
             Statement::DropSource {
                 name,
                 if_exists,

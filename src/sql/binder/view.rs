@@ -120,6 +120,13 @@ impl Binder<'_> {
     }
 }
 
+/// `WATERMARK FOR col AS expr`, if `rel` has one.
+fn watermark_sql(rel: &RelationDesc) -> Option<String> {
+    let wm = rel.watermark.as_ref()?;
+    let column = crate::expr::quote_ident(&rel.columns.get(wm.column)?.name);
+    Some(format!("WATERMARK FOR {column} AS {}", wm.text))
+}
+
 /// A statement that creates `rel` as it is now (`SHOW CREATE`).
 pub(super) fn create_sql(rel: &RelationDesc) -> String {
     use crate::expr::quote_ident;
@@ -149,6 +156,7 @@ pub(super) fn create_sql(rel: &RelationDesc) -> String {
                     .collect();
                 items.push(format!("PRIMARY KEY ({})", pk.join(", ")));
             }
+            items.extend(watermark_sql(rel));
             let append_only = if rel.append_only { " APPEND ONLY" } else { "" };
             format!(
                 "CREATE TABLE {name} ({}){append_only}{with}",
@@ -166,6 +174,7 @@ pub(super) fn create_sql(rel: &RelationDesc) -> String {
             let items: Vec<String> = rel
                 .visible_columns()
                 .map(|(_, c)| format!("{} {}", quote_ident(&c.name), c.data_type.pg_name()))
+                .chain(watermark_sql(rel))
                 .collect();
             format!("CREATE SOURCE {name} ({}){with}", items.join(", "))
         }

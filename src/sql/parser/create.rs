@@ -13,7 +13,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
-use super::{object_name, parse_parallelism, parser_error, peek_word, Statement};
+use super::{object_name, parse_parallelism, parser_error, peek_word, Statement, WatermarkSpec};
 use crate::sql::{SqlError, SqlResult};
 
 /// The tokens of the statement at the parser's position, up to the `;`
@@ -58,16 +58,112 @@ fn append_only_at(tokens: &[TokenWithSpan]) -> Option<usize> {
     None
 }
 
+/// Where `WATERMARK FOR` stands in the column list, if it does.
+fn watermark_at(tokens: &[TokenWithSpan]) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, t) in tokens.iter().enumerate() {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ if depth == 1
+                && is_word(t, "WATERMARK")
+                && tokens.get(i + 1).is_some_and(|n| is_word(n, "FOR")) =>
+            {
+                return Some(i)
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Take `WATERMARK FOR col AS expr` (found at `start`) and the comma that
+/// separates it out of the column list, and parse it.
+fn take_watermark(tokens: &mut Vec<TokenWithSpan>, start: usize) -> SqlResult<WatermarkSpec> {
+    let mut depth = 0i32;
+    let mut end = tokens.len();
+    for (i, t) in tokens.iter().enumerate().skip(start) {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => {
+                end = i;
+                break;
+            }
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let mut spec: Vec<TokenWithSpan> = tokens[start..end].to_vec();
+    let before_is_comma = start > 0 && tokens[start - 1].token == Token::Comma;
+    let after_is_comma = tokens.get(end).is_some_and(|t| t.token == Token::Comma);
+    match (before_is_comma, after_is_comma) {
+        (true, _) => drop(tokens.drain(start - 1..end)),
+        (false, true) => drop(tokens.drain(start..=end)),
+        (false, false) => drop(tokens.drain(start..end)),
+    }
+    spec.push(TokenWithSpan::wrap(Token::EOF));
+    let dialect = PostgreSqlDialect {};
+    let mut sub = Parser::new(&dialect).with_tokens_with_locations(spec);
+    sub.next_token(); // WATERMARK
+    sub.next_token(); // FOR
+    let column = sub.parse_identifier().map_err(parser_error)?;
+    sub.expect_keyword(Keyword::AS).map_err(parser_error)?;
+    let expr = sub.parse_expr().map_err(parser_error)?;
+    if sub.peek_token_ref().token != Token::EOF {
+        return Err(SqlError::syntax(format!(
+            "syntax error at or near \"{}\"",
+            sub.peek_token().token
+        )));
+    }
+    Ok(WatermarkSpec { column, expr })
+}
+
+/// At `CREATE MATERIALIZED`: ours if the statement ends in `EMIT ON
+/// WINDOW CLOSE`; otherwise `Ok(None)` with the position unchanged.
+pub(super) fn parse_emit_on_window_close(p: &mut Parser) -> SqlResult<Option<Statement>> {
+    let tokens = statement_tokens(p);
+    let n = tokens.len();
+    let tail = ["EMIT", "ON", "WINDOW", "CLOSE"];
+    if n < tail.len() || !tokens[n - 4..].iter().zip(tail).all(|(t, w)| is_word(t, w)) {
+        return Ok(None);
+    }
+    let mut rewritten = tokens[..n - 4].to_vec();
+    rewritten.push(TokenWithSpan::wrap(Token::EOF));
+    let dialect = PostgreSqlDialect {};
+    let mut sub = Parser::new(&dialect).with_tokens_with_locations(rewritten);
+    let stmt = sub.parse_statement().map_err(parser_error)?;
+    for _ in 0..n {
+        p.next_token();
+    }
+    Ok(Some(Statement::EmitOnWindowClose(Box::new(stmt))))
+}
+
 /// At `CREATE SOURCE` or `CREATE TABLE`: ours if a source or `APPEND
 /// ONLY`; otherwise `Ok(None)` with the position unchanged.
 pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
     let tokens = statement_tokens(p);
     let source = tokens.get(1).is_some_and(|t| is_word(t, "SOURCE"));
     let append = append_only_at(&tokens);
+    let watermark_start = watermark_at(&tokens);
     if !source && append.is_none() {
+        if watermark_start.is_some() {
+            return Err(SqlError::new(
+                "0A000",
+                "WATERMARK is only supported on sources and APPEND ONLY tables",
+            ));
+        }
         return Ok(None);
     }
     let mut rewritten = tokens.clone();
+    let watermark = match watermark_start {
+        Some(start) => Some(take_watermark(&mut rewritten, start)?),
+        None => None,
+    };
+    let append = append_only_at(&rewritten);
     if let Some(i) = append {
         rewritten.drain(i..i + 2);
     }
@@ -92,9 +188,9 @@ pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
         p.next_token();
     }
     Ok(Some(if source {
-        Statement::CreateSource(Box::new(table))
+        Statement::CreateSource(Box::new(table), watermark)
     } else {
-        Statement::CreateAppendOnlyTable(Box::new(table))
+        Statement::CreateAppendOnlyTable(Box::new(table), watermark)
     }))
 }
 
@@ -135,15 +231,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn watermarks_and_emit_on_window_close() {
+        for sql in [
+            "CREATE SOURCE s (a int, t timestamp, WATERMARK FOR t AS t - INTERVAL '5' SECOND) WITH (connector = 'nexmark')",
+            "CREATE SOURCE s (WATERMARK FOR t AS t - INTERVAL '5' SECOND, a int, t timestamp) WITH (connector = 'nexmark')",
+            "CREATE TABLE s (a int, t timestamp, WATERMARK FOR t AS t) APPEND ONLY",
+        ] {
+            let (Statement::CreateSource(t, Some(w)) | Statement::CreateAppendOnlyTable(t, Some(w))) =
+                one(sql)
+            else {
+                panic!("{sql}")
+            };
+            assert_eq!(t.columns.len(), 2, "{sql}");
+            assert_eq!(w.column.value, "t");
+        }
+        let err = parse("CREATE TABLE s (a int, t timestamp, WATERMARK FOR t AS t)").unwrap_err();
+        assert_eq!(err.code, "0A000");
+        let Statement::EmitOnWindowClose(stmt) =
+            one("CREATE MATERIALIZED VIEW m AS SELECT 1 FROM t GROUP BY a EMIT ON WINDOW CLOSE")
+        else {
+            panic!()
+        };
+        assert!(matches!(*stmt, sqlparser::ast::Statement::CreateView { .. }));
+        assert!(matches!(
+            one("CREATE MATERIALIZED VIEW m AS SELECT 1"),
+            Statement::Sql(_)
+        ));
+    }
+
+    #[test]
     fn sources_and_append_only_tables() {
-        let Statement::CreateSource(t) = one(
+        let Statement::CreateSource(t, None) = one(
             "CREATE SOURCE IF NOT EXISTS s (a int, b varchar) WITH (connector = 'nexmark', nexmark.table.type = 'Bid')",
         ) else {
             panic!()
         };
         assert!(t.if_not_exists);
         assert_eq!(t.columns.len(), 2);
-        let Statement::CreateAppendOnlyTable(t) =
+        let Statement::CreateAppendOnlyTable(t, None) =
             one("CREATE TABLE t (a int, b int) APPEND ONLY WITH (x = 1)")
         else {
             panic!()

@@ -65,9 +65,12 @@ pub enum Statement {
     },
     /// `CREATE SOURCE name (columns) WITH (connector = …)`, parsed as the
     /// `CREATE TABLE` it looks like.
-    CreateSource(Box<sqlparser::ast::CreateTable>),
+    CreateSource(Box<sqlparser::ast::CreateTable>, Option<WatermarkSpec>),
     /// `CREATE TABLE … APPEND ONLY [WITH (…)]`.
-    CreateAppendOnlyTable(Box<sqlparser::ast::CreateTable>),
+    CreateAppendOnlyTable(Box<sqlparser::ast::CreateTable>, Option<WatermarkSpec>),
+    /// `CREATE MATERIALIZED VIEW … AS query EMIT ON WINDOW CLOSE`: the
+    /// statement without its last three words.
+    EmitOnWindowClose(Box<sqlparser::ast::Statement>),
     /// `DROP SOURCE [IF EXISTS] name [CASCADE | RESTRICT]`
     DropSource {
         name: String,
@@ -85,6 +88,14 @@ pub enum Statement {
         kind: crate::meta::catalog::RelationKind,
         name: String,
     },
+}
+
+/// `WATERMARK FOR column AS expr` in the column list of a source or an
+/// append-only table.
+#[derive(Debug, Clone)]
+pub struct WatermarkSpec {
+    pub column: sqlparser::ast::Ident,
+    pub expr: sqlparser::ast::Expr,
 }
 
 /// Split `sql` into statements and parse each.
@@ -187,6 +198,7 @@ fn parse_ebbflow_statement(p: &mut Parser) -> SqlResult<Option<Statement>> {
             Ok(Some(Statement::ShowCluster))
         }
         (Some("CREATE"), Some("SOURCE" | "TABLE")) => create::parse_create(p),
+        (Some("CREATE"), Some("MATERIALIZED")) => create::parse_emit_on_window_close(p),
         (Some("DROP"), Some("SOURCE")) => {
             p.next_token();
             p.next_token();

@@ -8,6 +8,7 @@ use super::project::log_errors;
 use super::Executor;
 use crate::common::{Op, ScalarRef, StreamChunk};
 use crate::expr::Expr;
+use crate::stream::message::Watermark;
 use crate::stream::StreamResult;
 
 pub struct FilterExecutor {
@@ -28,6 +29,10 @@ impl FilterExecutor {
 impl Executor for FilterExecutor {
     fn name(&self) -> &'static str {
         "Filter"
+    }
+
+    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+        inputs.first().cloned().unwrap_or_default()
     }
 
     async fn process_chunk(

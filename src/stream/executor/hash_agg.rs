@@ -15,6 +15,14 @@
 //! is empty as the actor starts (a new job), every group it meets is new and
 //! a miss never reads the store. A vnode it gains in a scale (or every
 //! vnode, after a recovery) is read whole, in one scan, at its first miss.
+//!
+//! With a watermark on a grouping key (`window_start` of a time window
+//! over a relation with `WATERMARK FOR`), the groups below it are closed:
+//! at the barrier that brings the watermark they leave memory and the
+//! state table, and later rows for them (late rows) are dropped, so state
+//! stays as large as the open windows. Under `EMIT ON WINDOW CLOSE` a
+//! group's changes are not emitted as they happen: its final row is
+//! inserted once, when it closes.
 
 mod groups;
 
@@ -26,7 +34,7 @@ use crate::common::encoding::vnode_of;
 use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::AggCall;
 use crate::storage::StateTable;
-use crate::stream::message::Barrier;
+use crate::stream::message::{Barrier, Watermark};
 use crate::stream::{StreamError, StreamResult};
 
 /// Dirty groups that are flushed before the barrier comes: their state is
@@ -53,6 +61,10 @@ pub struct HashAggExecutor {
     actor_id: u32,
     /// Bytes and groups last added to the process's cache metrics.
     reported: (i64, i64),
+    /// Emit a group's row only when it closes.
+    emit_on_window_close: bool,
+    /// The highest watermark on a grouping key: (key position, value).
+    watermark: Option<(usize, ScalarValue)>,
 }
 
 impl HashAggExecutor {
@@ -71,7 +83,57 @@ impl HashAggExecutor {
             complete: None,
             actor_id,
             reported: (0, 0),
+            emit_on_window_close: false,
+            watermark: None,
         }
+    }
+
+    /// Emit each group once, when the watermark closes it.
+    pub fn emit_on_window_close(mut self, yes: bool) -> Self {
+        self.emit_on_window_close = yes;
+        self
+    }
+
+    /// Whether row `i` of `columns` is for a group the watermark closed.
+    fn is_late(&self, columns: &[crate::common::Column], i: usize) -> bool {
+        let Some((k, w)) = &self.watermark else {
+            return false;
+        };
+        columns[self.group_by[*k]]
+            .datum(i)
+            .is_some_and(|v| v < *w)
+    }
+
+    /// Drop the groups below the watermark from memory and the state
+    /// table; under `EMIT ON WINDOW CLOSE` emit their rows first.
+    fn close_groups(&mut self, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
+        let Some((k, w)) = self.watermark.clone() else {
+            return Ok(());
+        };
+        let mut closed: Vec<usize> = (0..self.groups.len())
+            .filter(|&g| self.groups.key(g)[k].as_ref().is_some_and(|v| *v < w))
+            .collect();
+        if closed.is_empty() {
+            return Ok(());
+        }
+        let mut builder = ChunkBuilder::new();
+        for &g in &closed {
+            if self.emit_on_window_close {
+                if let Some(row) = output_of(false, &self.groups, g)? {
+                    builder.push(Op::Insert, row, out);
+                }
+            }
+            if self.groups.flags[g] & STORED != 0 {
+                self.table.delete(&self.groups.key(g));
+            }
+        }
+        builder.finish(out);
+        // Highest number first: a removal moves the last group down.
+        closed.sort_unstable_by(|a, b| b.cmp(a));
+        for g in closed {
+            self.groups.remove(g);
+        }
+        Ok(())
     }
 
     /// Bring the process's cache metrics up to date with this actor.
@@ -145,6 +207,9 @@ impl HashAggExecutor {
                 self.table
                     .put(&self.groups.key(g), &encode_state(&self.groups, g));
                 self.groups.flags[g] |= STORED;
+            }
+            if self.emit_on_window_close {
+                continue;
             }
             match (old, new) {
                 (None, Some(n)) => builder.push(Op::Insert, n, out),
@@ -234,7 +299,10 @@ impl Executor for HashAggExecutor {
             });
         }
         let columns = chunk.columns();
-        let rows: Vec<usize> = chunk.visible_indices().collect();
+        let rows: Vec<usize> = chunk
+            .visible_indices()
+            .filter(|&i| !self.is_late(columns, i))
+            .collect();
         let hashes = self.groups.hash_rows(columns, &self.group_by, &rows);
         // 1. each row's group, found or added, and marked dirty before
         // the chunk changes it (its result before the epoch is kept)
@@ -287,6 +355,28 @@ impl Executor for HashAggExecutor {
         Ok(())
     }
 
+    /// A watermark on a grouping key closes the groups below it (at the
+    /// barrier) and is the watermark of that key in the output.
+    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+        let mut out = Vec::new();
+        for w in inputs.first().map(Vec::as_slice).unwrap_or_default() {
+            let Some(k) = self.group_by.iter().position(|&c| c == w.column) else {
+                continue;
+            };
+            match &mut self.watermark {
+                Some((at, v)) if *at == k => {
+                    if w.value > *v {
+                        *v = w.value.clone();
+                    }
+                }
+                Some(_) => {}
+                None => self.watermark = Some((k, w.value.clone())),
+            }
+            out.push(Watermark::new(k, w.value.clone()));
+        }
+        out
+    }
+
     async fn process_barrier(
         &mut self,
         barrier: &Barrier,
@@ -303,6 +393,7 @@ impl Executor for HashAggExecutor {
             }
         }
         self.flush_dirty(out)?;
+        self.close_groups(out)?;
         let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         let (bytes, groups) = (self.groups.allocated_bytes(), self.groups.len());
         self.report_cache(bytes as i64, groups as i64);

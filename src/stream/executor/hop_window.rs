@@ -14,9 +14,10 @@ use chrono::NaiveDateTime;
 
 use super::project::log_errors;
 use super::Executor;
-use crate::common::{Column, Op, StreamChunk};
+use crate::common::{Column, Op, ScalarValue, StreamChunk};
 use crate::expr::window::{to_micros, TimeWindow};
 use crate::expr::Expr;
+use crate::stream::message::Watermark;
 use crate::stream::{StreamError, StreamResult};
 
 pub struct HopWindowExecutor {
@@ -25,6 +26,8 @@ pub struct HopWindowExecutor {
     actor_id: u32,
     /// The range of timestamps, in microseconds.
     range: (i64, i64),
+    /// Columns of the input, if known: the window bounds follow them.
+    input_width: Option<usize>,
 }
 
 impl HopWindowExecutor {
@@ -34,7 +37,14 @@ impl HopWindowExecutor {
             window,
             actor_id,
             range: (to_micros(NaiveDateTime::MIN), to_micros(NaiveDateTime::MAX)),
+            input_width: None,
         }
+    }
+
+    /// Place watermarks on the window bounds, after `width` input columns.
+    pub fn with_input_width(mut self, width: Option<usize>) -> Self {
+        self.input_width = width;
+        self
     }
 
     /// Window `k` of time `t`, in microseconds, if it is in range.
@@ -48,6 +58,30 @@ impl HopWindowExecutor {
 impl Executor for HopWindowExecutor {
     fn name(&self) -> &'static str {
         "HopWindow"
+    }
+
+    /// The input's watermarks pass; a watermark `w` on the time makes the
+    /// start of the earliest window holding `w` that of `window_start`
+    /// (no later row is in an earlier window), and its end `window_end`'s.
+    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+        let Some(input) = inputs.first() else {
+            return Vec::new();
+        };
+        let mut out = input.clone();
+        let Some(width) = self.input_width else {
+            return out;
+        };
+        let time = input
+            .iter()
+            .find_map(|w| self.time_col.at_watermark(w.column, &w.value));
+        if let Some(ScalarValue::Timestamp(t)) = time {
+            let oldest = self.window.count() - 1;
+            if let Some((start, end)) = self.window.window(to_micros(t), oldest) {
+                out.push(Watermark::new(width, ScalarValue::Timestamp(start)));
+                out.push(Watermark::new(width + 1, ScalarValue::Timestamp(end)));
+            }
+        }
+        out
     }
 
     async fn process_chunk(

@@ -18,10 +18,11 @@ pub mod project;
 pub mod stream_scan;
 pub mod top_n;
 pub mod union;
+pub mod watermark_filter;
 
 use async_trait::async_trait;
 
-use super::message::Barrier;
+use super::message::{Barrier, Watermark};
 use super::StreamResult;
 use crate::common::{Bitmap, StreamChunk, StreamChunkBuilder};
 
@@ -38,6 +39,15 @@ pub trait Executor: Send {
         chunk: StreamChunk,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()>;
+
+    /// The watermarks of the executor's inputs at a barrier (indexed by
+    /// input), given just before [`Executor::process_barrier`]; returns
+    /// those of its output. The default says nothing about the output,
+    /// which is always correct (see "Watermarks" in `message.rs`).
+    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+        let _ = inputs;
+        Vec::new()
+    }
 
     /// Flush pending output into `out` and commit state at
     /// `barrier.epoch.prev`. Called once per barrier, before it is forwarded.

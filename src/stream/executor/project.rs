@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use super::Executor;
 use crate::common::StreamChunk;
 use crate::expr::{Expr, ExprError};
+use crate::stream::message::Watermark;
 use crate::stream::StreamResult;
 
 pub struct ProjectExecutor {
@@ -24,6 +25,22 @@ impl ProjectExecutor {
 impl Executor for ProjectExecutor {
     fn name(&self) -> &'static str {
         "Project"
+    }
+
+    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+        let Some(input) = inputs.first() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (i, e) in self.exprs.iter().enumerate() {
+            let derived = input
+                .iter()
+                .find_map(|w| e.at_watermark(w.column, &w.value));
+            if let Some(value) = derived {
+                out.push(Watermark::new(i, value));
+            }
+        }
+        out
     }
 
     async fn process_chunk(

@@ -1,0 +1,90 @@
+//! Which columns of a logical plan carry a watermark, known when the plan
+//! is made (the executors derive the values at run time, by the same
+//! rules; see "Watermarks" in `stream::message`), and where `EMIT ON
+//! WINDOW CLOSE` applies.
+
+use super::logical::{JoinKind, LogicalPlan};
+use super::PlanError;
+
+impl LogicalPlan {
+    /// The output columns with a watermark: a relation's `WATERMARK FOR`
+    /// column, carried through filters, monotone projections (`time -
+    /// INTERVAL …`, `tumble_start`), time windows (to `window_start` and
+    /// `window_end`), grouping keys and the keys of an inner equi-join
+    /// whose both sides have one.
+    pub fn watermark_columns(&self) -> Vec<usize> {
+        match self {
+            LogicalPlan::Scan { relation } => {
+                relation.watermark.iter().map(|w| w.column).collect()
+            }
+            LogicalPlan::Filter { input, .. } => input.watermark_columns(),
+            LogicalPlan::Project { input, exprs, .. } => {
+                let inner = input.watermark_columns();
+                (0..exprs.len())
+                    .filter(|&i| exprs[i].monotone_input().is_some_and(|c| inner.contains(&c)))
+                    .collect()
+            }
+            LogicalPlan::HopWindow {
+                input, time_col, ..
+            } => {
+                let mut cols = input.watermark_columns();
+                if time_col.monotone_input().is_some_and(|c| cols.contains(&c)) {
+                    let n = input.fields().len();
+                    cols.extend([n, n + 1]);
+                }
+                cols
+            }
+            LogicalPlan::Aggregate {
+                input, group_by, ..
+            } => {
+                let inner = input.watermark_columns();
+                (0..group_by.len())
+                    .filter(|&k| inner.contains(&group_by[k]))
+                    .collect()
+            }
+            LogicalPlan::Join {
+                left,
+                right,
+                kind: JoinKind::Inner,
+                on,
+                ..
+            } => {
+                let (l, r) = (left.watermark_columns(), right.watermark_columns());
+                let lw = left.fields().len();
+                on.iter()
+                    .filter(|(a, b)| l.contains(a) && r.contains(b))
+                    .flat_map(|&(a, b)| [a, b + lw])
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The aggregation an `EMIT ON WINDOW CLOSE` view emits from: under
+    /// projections and filters at the top of the plan, grouped by a column
+    /// with a watermark.
+    pub fn window_close_aggregate(&self) -> Result<&LogicalPlan, PlanError> {
+        let refuse = || PlanError {
+            code: "0A000",
+            message: "EMIT ON WINDOW CLOSE needs a GROUP BY over a column with a watermark \
+                      (such as window_start of a TUMBLE or HOP over a relation with WATERMARK FOR)"
+                .into(),
+        };
+        match self {
+            LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } => {
+                input.window_close_aggregate()
+            }
+            LogicalPlan::Aggregate {
+                input, group_by, ..
+            } => {
+                let inner = input.watermark_columns();
+                if group_by.iter().any(|c| inner.contains(c)) {
+                    Ok(self)
+                } else {
+                    Err(refuse())
+                }
+            }
+            _ => Err(refuse()),
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The origin of watermarks: placed right after a relation declared with
+//! `WATERMARK FOR col AS expr`, it announces at each barrier the highest
+//! `expr` of the rows it has passed, and drops the rows whose `col` is
+//! below the watermark it has announced (late rows), so that nothing
+//! downstream ever sees a row below a watermark it was given.
+//!
+//! The watermark is saved per owned vnode (the state table has one row per
+//! vnode, keyed by the vnode alone) whenever it rises. An actor that gains
+//! vnodes in a scale, or starts after a recovery, resumes from the least
+//! watermark saved under its vnodes: at least what the job downstream was
+//! last told, since each vnode's value is its last owner's announcement.
+
+use arrow_buffer::BooleanBufferBuilder;
+use async_trait::async_trait;
+
+use super::project::log_errors;
+use super::Executor;
+use crate::common::{Bitmap, Op, ScalarValue, StreamChunk};
+use crate::expr::Expr;
+use crate::storage::StateTable;
+use crate::stream::message::{Barrier, Watermark};
+use crate::stream::StreamResult;
+
+pub struct WatermarkFilterExecutor {
+    /// The column the watermark is on.
+    column: usize,
+    /// The watermark a row sets: `col - INTERVAL …` and the like.
+    expr: Expr,
+    /// Under each owned vnode, the announced watermark.
+    table: StateTable,
+    /// The watermark announced last; rows below it are late.
+    announced: Option<ScalarValue>,
+    /// The highest `expr` of the rows passed since.
+    highest: Option<ScalarValue>,
+    /// Whether `announced` was read from the table for the owned vnodes.
+    loaded: bool,
+    actor_id: u32,
+}
+
+impl WatermarkFilterExecutor {
+    pub fn new(column: usize, expr: Expr, table: StateTable, actor_id: u32) -> Self {
+        WatermarkFilterExecutor {
+            column,
+            expr,
+            table,
+            announced: None,
+            highest: None,
+            loaded: false,
+            actor_id,
+        }
+    }
+
+    /// Resume from the least watermark saved under the owned vnodes.
+    async fn load(&mut self) -> StreamResult<()> {
+        if self.loaded {
+            return Ok(());
+        }
+        let mut least: Option<ScalarValue> = None;
+        let vnodes: Vec<_> = self.table.vnodes().iter().collect();
+        for vnode in vnodes {
+            let saved = self.table.get_at(vnode, &[]).await?;
+            if let Some(Some(v)) = saved.and_then(|r| r.into_iter().next()) {
+                least = Some(match least {
+                    Some(l) if l <= v => l,
+                    _ => v,
+                });
+            }
+        }
+        self.announced = least;
+        self.loaded = true;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Executor for WatermarkFilterExecutor {
+    fn name(&self) -> &'static str {
+        "WatermarkFilter"
+    }
+
+    async fn process_chunk(
+        &mut self,
+        _input: usize,
+        chunk: StreamChunk,
+        out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        self.load().await?;
+        let (marks, errors) = self.expr.eval_chunk(&chunk);
+        log_errors(self.actor_id, &chunk, &errors);
+        let times = &chunk.columns()[self.column];
+        let n = chunk.capacity();
+        let mut keep = BooleanBufferBuilder::new(n);
+        keep.append_n(n, false);
+        let mut kept = 0;
+        for i in chunk.visible_indices() {
+            let late = match (&self.announced, times.datum(i)) {
+                (Some(w), Some(t)) => t < *w,
+                _ => false,
+            };
+            if late {
+                continue;
+            }
+            keep.set_bit(i, true);
+            kept += 1;
+            if let Some(m) = marks.datum(i) {
+                if self.highest.as_ref().is_none_or(|h| m > *h) {
+                    self.highest = Some(m);
+                }
+            }
+        }
+        if kept == chunk.len() {
+            out.push(chunk);
+        } else if kept > 0 {
+            // Only inserts reach a watermark filter (sources and append-only
+            // tables), so dropping a row never splits an update pair.
+            let ops: Vec<Op> = chunk.ops().to_vec();
+            out.push(chunk.with_visibility(ops, keep.finish()));
+        }
+        Ok(())
+    }
+
+    fn process_watermarks(&mut self, _inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+        if let Some(h) = self.highest.take() {
+            if self.announced.as_ref().is_none_or(|a| h > *a) {
+                let vnodes: Vec<_> = self.table.vnodes().iter().collect();
+                for vnode in vnodes {
+                    self.table.put_at(vnode, &[], &[Some(h.clone())]);
+                }
+                self.announced = Some(h);
+            }
+        }
+        match &self.announced {
+            Some(w) => vec![Watermark::new(self.column, w.clone())],
+            None => Vec::new(),
+        }
+    }
+
+    async fn process_barrier(
+        &mut self,
+        barrier: &Barrier,
+        _out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        Ok(())
+    }
+
+    async fn after_barrier(
+        &mut self,
+        _barrier: &Barrier,
+        _out: &mut Vec<StreamChunk>,
+    ) -> StreamResult<()> {
+        // Here rather than at the barrier: an actor added by a scale may
+        // read its vnodes' state only after the barrier that adds it.
+        self.load().await
+    }
+
+    async fn update_vnodes(&mut self, new: &Bitmap) {
+        let _ = self.table.update_vnodes(new.clone());
+        self.loaded = false;
+        self.highest = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_utils::{barrier, pretty, store, table};
+    use super::*;
+    use crate::common::DataType;
+    use crate::expr::{build_func, Func};
+
+    /// Watermark `v - 10` on column 1 of `(id, v)`.
+    fn filter(store: &std::sync::Arc<crate::storage::MemoryStateStore>) -> WatermarkFilterExecutor {
+        let v = Expr::input_ref(1, DataType::Int64);
+        let ten = Expr::literal(Some(ScalarValue::Int64(10)), DataType::Int64);
+        let expr = build_func(Func::Sub, vec![v, ten]).expect("v - 10");
+        let t = table(store, 1, vec![], vec![], Some(vec![DataType::Int64]));
+        WatermarkFilterExecutor::new(1, expr, t, 0)
+    }
+
+    fn chunk(text: &str) -> StreamChunk {
+        StreamChunk::from_pretty(text, &[DataType::Int64, DataType::Int64])
+    }
+
+    #[tokio::test]
+    async fn late_rows_are_dropped_and_the_watermark_survives_a_restart() {
+        let s = store();
+        let mut f = filter(&s);
+        let mut out = Vec::new();
+        f.process_chunk(0, chunk("+ 1 50\n+ 2 30"), &mut out).await.expect("chunk");
+        assert_eq!(pretty(&out).len(), 2, "no watermark yet: nothing is late");
+        assert_eq!(
+            f.process_watermarks(&[vec![]]),
+            vec![Watermark::new(1, ScalarValue::Int64(40))]
+        );
+        f.process_barrier(&barrier(2), &mut out).await.expect("barrier");
+        let mut out = Vec::new();
+        f.process_chunk(0, chunk("+ 3 39\n+ 4 40\n+ 5 45"), &mut out)
+            .await
+            .expect("chunk");
+        assert_eq!(pretty(&out), vec!["+ 4 40", "+ 5 45"]);
+        // Nothing higher than announced: the watermark stays.
+        assert_eq!(
+            f.process_watermarks(&[vec![]]),
+            vec![Watermark::new(1, ScalarValue::Int64(40))]
+        );
+        f.process_barrier(&barrier(3), &mut out).await.expect("barrier");
+        // A new actor on the same vnodes resumes from the saved watermark.
+        let mut g = filter(&s);
+        g.after_barrier(&barrier(4), &mut Vec::new()).await.expect("load");
+        let mut out = Vec::new();
+        g.process_chunk(0, chunk("+ 6 20\n+ 7 41"), &mut out).await.expect("chunk");
+        assert_eq!(pretty(&out), vec!["+ 7 41"]);
+    }
+}
