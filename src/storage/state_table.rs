@@ -316,6 +316,13 @@ impl StateTable {
         self.scan_range_raw(start).await
     }
 
+    /// Every row of every vnode, owned or not, as the store has them (a
+    /// vnode another actor owns shows what that actor last handed to the
+    /// store).
+    pub async fn scan_all_vnodes(&self) -> StorageResult<Vec<(Row, Row)>> {
+        self.scan_range_raw(super::table_prefix(self.table_id)).await
+    }
+
     /// Every row of one vnode.
     pub async fn scan_vnode(&self, vnode: VirtualNode) -> StorageResult<Vec<(Row, Row)>> {
         self.scan_range_raw(vnode_prefix(self.table_id, vnode))

@@ -260,7 +260,7 @@ impl Actor {
                 watermarks.clear();
                 break;
             }
-            watermarks = vec![self.executors[i].process_watermarks(&watermarks)];
+            watermarks = vec![self.executors[i].process_watermarks(&watermarks).await?];
             let mut out = Vec::new();
             self.executors[i]
                 .process_barrier(&barrier, &mut out)

@@ -31,8 +31,11 @@ impl Executor for FilterExecutor {
         "Filter"
     }
 
-    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
-        inputs.first().cloned().unwrap_or_default()
+    async fn process_watermarks(
+        &mut self,
+        inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
+        Ok(inputs.first().cloned().unwrap_or_default())
     }
 
     async fn process_chunk(

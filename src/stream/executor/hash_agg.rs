@@ -357,7 +357,10 @@ impl Executor for HashAggExecutor {
 
     /// A watermark on a grouping key closes the groups below it (at the
     /// barrier) and is the watermark of that key in the output.
-    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+    async fn process_watermarks(
+        &mut self,
+        inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
         let mut out = Vec::new();
         for w in inputs.first().map(Vec::as_slice).unwrap_or_default() {
             let Some(k) = self.group_by.iter().position(|&c| c == w.column) else {
@@ -374,7 +377,7 @@ impl Executor for HashAggExecutor {
             }
             out.push(Watermark::new(k, w.value.clone()));
         }
-        out
+        Ok(out)
     }
 
     async fn process_barrier(

@@ -63,13 +63,16 @@ impl Executor for HopWindowExecutor {
     /// The input's watermarks pass; a watermark `w` on the time makes the
     /// start of the earliest window holding `w` that of `window_start`
     /// (no later row is in an earlier window), and its end `window_end`'s.
-    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+    async fn process_watermarks(
+        &mut self,
+        inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
         let Some(input) = inputs.first() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let mut out = input.clone();
         let Some(width) = self.input_width else {
-            return out;
+            return Ok(out);
         };
         let time = input
             .iter()
@@ -81,7 +84,7 @@ impl Executor for HopWindowExecutor {
                 out.push(Watermark::new(width + 1, ScalarValue::Timestamp(end)));
             }
         }
-        out
+        Ok(out)
     }
 
     async fn process_chunk(

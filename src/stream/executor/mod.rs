@@ -44,9 +44,12 @@ pub trait Executor: Send {
     /// input), given just before [`Executor::process_barrier`]; returns
     /// those of its output. The default says nothing about the output,
     /// which is always correct (see "Watermarks" in `message.rs`).
-    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+    async fn process_watermarks(
+        &mut self,
+        inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
         let _ = inputs;
-        Vec::new()
+        Ok(Vec::new())
     }
 
     /// Flush pending output into `out` and commit state at

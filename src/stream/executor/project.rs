@@ -27,9 +27,12 @@ impl Executor for ProjectExecutor {
         "Project"
     }
 
-    fn process_watermarks(&mut self, inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+    async fn process_watermarks(
+        &mut self,
+        inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
         let Some(input) = inputs.first() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
         for (i, e) in self.exprs.iter().enumerate() {
@@ -40,7 +43,7 @@ impl Executor for ProjectExecutor {
                 out.push(Watermark::new(i, value));
             }
         }
-        out
+        Ok(out)
     }
 
     async fn process_chunk(

@@ -4,11 +4,14 @@
 //! below the watermark it has announced (late rows), so that nothing
 //! downstream ever sees a row below a watermark it was given.
 //!
-//! The watermark is saved per owned vnode (the state table has one row per
-//! vnode, keyed by the vnode alone) whenever it rises. An actor that gains
-//! vnodes in a scale, or starts after a recovery, resumes from the least
-//! watermark saved under its vnodes: at least what the job downstream was
-//! last told, since each vnode's value is its last owner's announcement.
+//! The watermark is the relation's, not the actor's: an actor that sees no
+//! rows (rows are spread over the actors by key) must not hold the job's
+//! watermark back. So each actor saves its watermark whenever it rises,
+//! under the first vnode it owns (the state table is keyed by the vnode
+//! alone), and at every barrier takes the highest watermark saved by
+//! any actor. That is also where an actor that gains vnodes in a scale, or
+//! starts after a recovery, resumes: at least what the job downstream was
+//! last told.
 
 use arrow_buffer::BooleanBufferBuilder;
 use async_trait::async_trait;
@@ -26,13 +29,13 @@ pub struct WatermarkFilterExecutor {
     column: usize,
     /// The watermark a row sets: `col - INTERVAL …` and the like.
     expr: Expr,
-    /// Under each owned vnode, the announced watermark.
+    /// Each actor's announced watermark, under the first vnode it owns.
     table: StateTable,
     /// The watermark announced last; rows below it are late.
     announced: Option<ScalarValue>,
     /// The highest `expr` of the rows passed since.
     highest: Option<ScalarValue>,
-    /// Whether `announced` was read from the table for the owned vnodes.
+    /// Whether `announced` caught up with the table since the actor started.
     loaded: bool,
     actor_id: u32,
 }
@@ -50,23 +53,15 @@ impl WatermarkFilterExecutor {
         }
     }
 
-    /// Resume from the least watermark saved under the owned vnodes.
+    /// Catch up with the highest watermark any actor saved.
     async fn load(&mut self) -> StreamResult<()> {
-        if self.loaded {
-            return Ok(());
-        }
-        let mut least: Option<ScalarValue> = None;
-        let vnodes: Vec<_> = self.table.vnodes().iter().collect();
-        for vnode in vnodes {
-            let saved = self.table.get_at(vnode, &[]).await?;
-            if let Some(Some(v)) = saved.and_then(|r| r.into_iter().next()) {
-                least = Some(match least {
-                    Some(l) if l <= v => l,
-                    _ => v,
-                });
+        for (_, saved) in self.table.scan_all_vnodes().await? {
+            if let Some(Some(v)) = saved.into_iter().next() {
+                if self.announced.as_ref().is_none_or(|a| v > *a) {
+                    self.announced = Some(v);
+                }
             }
         }
-        self.announced = least;
         self.loaded = true;
         Ok(())
     }
@@ -84,7 +79,9 @@ impl Executor for WatermarkFilterExecutor {
         chunk: StreamChunk,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        self.load().await?;
+        if !self.loaded {
+            self.load().await?;
+        }
         let (marks, errors) = self.expr.eval_chunk(&chunk);
         log_errors(self.actor_id, &chunk, &errors);
         let times = &chunk.columns()[self.column];
@@ -119,20 +116,25 @@ impl Executor for WatermarkFilterExecutor {
         Ok(())
     }
 
-    fn process_watermarks(&mut self, _inputs: &[Vec<Watermark>]) -> Vec<Watermark> {
+    async fn process_watermarks(
+        &mut self,
+        _inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
+        // Every barrier: an actor without rows keeps up with the others.
+        self.load().await?;
         if let Some(h) = self.highest.take() {
             if self.announced.as_ref().is_none_or(|a| h > *a) {
-                let vnodes: Vec<_> = self.table.vnodes().iter().collect();
-                for vnode in vnodes {
+                let first = self.table.vnodes().iter().next();
+                if let Some(vnode) = first {
                     self.table.put_at(vnode, &[], &[Some(h.clone())]);
                 }
                 self.announced = Some(h);
             }
         }
-        match &self.announced {
+        Ok(match &self.announced {
             Some(w) => vec![Watermark::new(self.column, w.clone())],
             None => Vec::new(),
-        }
+        })
     }
 
     async fn process_barrier(
@@ -149,15 +151,16 @@ impl Executor for WatermarkFilterExecutor {
         _barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        // Here rather than at the barrier: an actor added by a scale may
-        // read its vnodes' state only after the barrier that adds it.
-        self.load().await
+        // An actor added by a scale may read the state only after the
+        // barrier that adds it (it skips the watermarks of that barrier).
+        if !self.loaded {
+            self.load().await?;
+        }
+        Ok(())
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
         let _ = self.table.update_vnodes(new.clone());
-        self.loaded = false;
-        self.highest = None;
     }
 }
 
