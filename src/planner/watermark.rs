@@ -3,15 +3,14 @@
 //! rules; see "Watermarks" in `stream::message`), and where `EMIT ON
 //! WINDOW CLOSE` applies.
 
-use super::logical::{JoinKind, LogicalPlan};
+use super::logical::LogicalPlan;
 use super::PlanError;
 
 impl LogicalPlan {
     /// The output columns with a watermark: a relation's `WATERMARK FOR`
     /// column, carried through filters, monotone projections (`time -
     /// INTERVAL …`, `tumble_start`), time windows (to `window_start` and
-    /// `window_end`), grouping keys and the keys of an inner equi-join
-    /// whose both sides have one.
+    /// `window_end`) and grouping keys. Joins pass none yet.
     pub fn watermark_columns(&self) -> Vec<usize> {
         match self {
             LogicalPlan::Scan { relation } => {
@@ -40,20 +39,6 @@ impl LogicalPlan {
                 let inner = input.watermark_columns();
                 (0..group_by.len())
                     .filter(|&k| inner.contains(&group_by[k]))
-                    .collect()
-            }
-            LogicalPlan::Join {
-                left,
-                right,
-                kind: JoinKind::Inner,
-                on,
-                ..
-            } => {
-                let (l, r) = (left.watermark_columns(), right.watermark_columns());
-                let lw = left.fields().len();
-                on.iter()
-                    .filter(|(a, b)| l.contains(a) && r.contains(b))
-                    .flat_map(|&(a, b)| [a, b + lw])
                     .collect()
             }
             _ => Vec::new(),

@@ -192,7 +192,7 @@ mod tests {
         f.process_chunk(0, chunk("+ 1 50\n+ 2 30"), &mut out).await.expect("chunk");
         assert_eq!(pretty(&out).len(), 2, "no watermark yet: nothing is late");
         assert_eq!(
-            f.process_watermarks(&[vec![]]),
+            f.process_watermarks(&[vec![]]).await.expect("watermarks"),
             vec![Watermark::new(1, ScalarValue::Int64(40))]
         );
         f.process_barrier(&barrier(2), &mut out).await.expect("barrier");
@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(pretty(&out), vec!["+ 4 40", "+ 5 45"]);
         // Nothing higher than announced: the watermark stays.
         assert_eq!(
-            f.process_watermarks(&[vec![]]),
+            f.process_watermarks(&[vec![]]).await.expect("watermarks"),
             vec![Watermark::new(1, ScalarValue::Int64(40))]
         );
         f.process_barrier(&barrier(3), &mut out).await.expect("barrier");

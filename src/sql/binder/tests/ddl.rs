@@ -12,6 +12,7 @@ fn ddl_create_table() {
             with_options,
             if_not_exists,
             append_only: false,
+            watermark: None,
         } => {
             assert_eq!(name, "foo");
             assert!(if_not_exists);
@@ -63,6 +64,7 @@ fn ddl_create_mv() {
             if_not_exists,
             plan,
             views,
+            emit_on_window_close: false,
         } => {
             assert!(views.is_empty());
             assert_eq!(name, "m");
