@@ -94,6 +94,19 @@ impl HashAggExecutor {
         self
     }
 
+    /// At the first chunk (or watermark): if the state table is empty,
+    /// every vnode is complete in memory.
+    async fn init_complete(&mut self) -> StreamResult<()> {
+        if self.complete.is_none() {
+            self.complete = Some(if self.table.is_empty().await? {
+                self.table.vnodes().clone()
+            } else {
+                Bitmap::empty()
+            });
+        }
+        Ok(())
+    }
+
     /// Whether row `i` of `columns` is for a group the watermark closed.
     fn is_late(&self, columns: &[crate::common::Column], i: usize) -> bool {
         let Some((k, w)) = &self.watermark else {
@@ -105,11 +118,23 @@ impl HashAggExecutor {
     }
 
     /// Drop the groups below the watermark from memory and the state
-    /// table; under `EMIT ON WINDOW CLOSE` emit their rows first.
-    fn close_groups(&mut self, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
+    /// table; under `EMIT ON WINDOW CLOSE` emit their rows first. Stored
+    /// groups not in memory yet (of vnodes gained in a scale, or after a
+    /// recovery) are read first: they may be closed too.
+    async fn close_groups(&mut self, out: &mut Vec<StreamChunk>) -> StreamResult<()> {
         let Some((k, w)) = self.watermark.clone() else {
             return Ok(());
         };
+        self.init_complete().await?;
+        let missing: Vec<_> = self
+            .table
+            .vnodes()
+            .iter()
+            .filter(|v| !self.complete.as_ref().is_some_and(|c| c.contains(*v)))
+            .collect();
+        for vnode in missing {
+            self.load_vnode(vnode).await?;
+        }
         let mut closed: Vec<usize> = (0..self.groups.len())
             .filter(|&g| self.groups.key(g)[k].as_ref().is_some_and(|v| *v < w))
             .collect();
@@ -291,13 +316,7 @@ impl Executor for HashAggExecutor {
         chunk: StreamChunk,
         out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        if self.complete.is_none() {
-            self.complete = Some(if self.table.is_empty().await? {
-                self.table.vnodes().clone()
-            } else {
-                Bitmap::empty()
-            });
-        }
+        self.init_complete().await?;
         let columns = chunk.columns();
         let rows: Vec<usize> = chunk
             .visible_indices()
@@ -396,7 +415,7 @@ impl Executor for HashAggExecutor {
             }
         }
         self.flush_dirty(out)?;
-        self.close_groups(out)?;
+        self.close_groups(out).await?;
         let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         let (bytes, groups) = (self.groups.allocated_bytes(), self.groups.len());
         self.report_cache(bytes as i64, groups as i64);
