@@ -176,6 +176,13 @@ pub fn encode_key_ordered(buf: &mut Vec<u8>, row: &[Datum], desc: &[bool]) {
 pub fn decode_row(mut data: &[u8], types: &[DataType], desc: &[bool]) -> Result<Row, DecodeError> {
     let mut row = Vec::with_capacity(types.len());
     for (i, ty) in types.iter().enumerate() {
+        // A row written before trailing columns were added to its schema
+        // (a source's progress gained its watermark) ends early: they are
+        // NULL.
+        if data.is_empty() && i > 0 {
+            row.push(None);
+            continue;
+        }
         let d = desc.get(i).copied().unwrap_or(false);
         row.push(decode_datum(&mut data, *ty, d)?);
     }

@@ -180,7 +180,7 @@ pub async fn source_progress_rows(
         .await?;
         let mut by_split: BTreeMap<i64, (Datum, Datum)> = BTreeMap::new();
         for row in stored {
-            if let [Some(split), consumed, done] = &row[..] {
+            if let [Some(split), consumed, done, ..] = &row[..] {
                 if let Some(s) = split.as_i64() {
                     by_split.insert(s, (consumed.clone(), done.clone()));
                 }

@@ -137,10 +137,13 @@ impl<'a> StreamPlanner<'a> {
         if !self.sources.contains(&relation.id) {
             self.sources.push(relation.id);
         }
+        let mut desc = desc;
+        // The reader keeps the watermark per split.
+        desc.watermark = relation.watermark.clone();
         let state = SourceDesc::split_state(self.table_id());
         Ok(Node {
             frag: PlanFragment {
-                nodes: self.watermark_filter(relation).into_iter().collect(),
+                nodes: vec![],
                 inputs: vec![],
                 singleton: false,
                 source: SourceDesc::Splits { desc, state },

@@ -13,14 +13,16 @@ impl LogicalPlan {
     /// `window_end`) and grouping keys. Joins pass none yet.
     pub fn watermark_columns(&self) -> Vec<usize> {
         match self {
-            LogicalPlan::Scan { relation } => {
-                relation.watermark.iter().map(|w| w.column).collect()
-            }
+            LogicalPlan::Scan { relation } => relation.watermark.iter().map(|w| w.column).collect(),
             LogicalPlan::Filter { input, .. } => input.watermark_columns(),
             LogicalPlan::Project { input, exprs, .. } => {
                 let inner = input.watermark_columns();
                 (0..exprs.len())
-                    .filter(|&i| exprs[i].monotone_input().is_some_and(|c| inner.contains(&c)))
+                    .filter(|&i| {
+                        exprs[i]
+                            .monotone_input()
+                            .is_some_and(|c| inner.contains(&c))
+                    })
                     .collect()
             }
             LogicalPlan::HopWindow {

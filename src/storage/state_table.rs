@@ -320,7 +320,8 @@ impl StateTable {
     /// vnode another actor owns shows what that actor last handed to the
     /// store).
     pub async fn scan_all_vnodes(&self) -> StorageResult<Vec<(Row, Row)>> {
-        self.scan_range_raw(super::table_prefix(self.table_id)).await
+        self.scan_range_raw(super::table_prefix(self.table_id))
+            .await
     }
 
     /// Every row of one vnode.

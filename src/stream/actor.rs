@@ -253,7 +253,10 @@ impl Actor {
         // the previous owner's last epoch is readable: it skips this step.
         let flush_started = std::time::Instant::now();
         let mut watermarks = match &mut self.input {
-            ActorInput::Merge(m) | ActorInput::Source { merge: m, .. } => m.take_watermarks(),
+            ActorInput::Merge(m) => m.take_watermarks(),
+            // Barriers come from meta: the watermarks are the reader's.
+            ActorInput::Source { reader, .. } if !newly_added => vec![reader.watermarks().await?],
+            ActorInput::Source { .. } => Vec::new(),
         };
         for i in 0..self.executors.len() {
             if newly_added {

@@ -314,7 +314,9 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             time_col,
             window,
             input_width,
-        } => Box::new(HopWindowExecutor::new(time_col.clone(), *window, id).with_input_width(*input_width)),
+        } => Box::new(
+            HopWindowExecutor::new(time_col.clone(), *window, id).with_input_width(*input_width),
+        ),
         NodeDesc::Filter { predicate } => Box::new(FilterExecutor::new(predicate.clone(), id)),
         NodeDesc::WatermarkFilter {
             column,

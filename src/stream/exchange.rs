@@ -329,7 +329,12 @@ impl Merge {
     /// Per executor input index, the least watermark of each column over
     /// the inputs of that index; a column some input has none for has none.
     fn align_watermarks(&mut self) {
-        let width = self.inputs.iter().map(|i| i.input_index + 1).max().unwrap_or(0);
+        let width = self
+            .inputs
+            .iter()
+            .map(|i| i.input_index + 1)
+            .max()
+            .unwrap_or(0);
         let mut out: Vec<Option<Vec<Watermark>>> = vec![None; width];
         for (input, wms) in self.inputs.iter().zip(&mut self.input_watermarks) {
             let wms = std::mem::take(wms);

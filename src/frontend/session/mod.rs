@@ -389,8 +389,16 @@ impl LocalSession {
                     } else {
                         Emit::OnUpdate
                     };
-                    self.create_mv(name, &plan, &column_names, definition, with_options, views, emit)
-                        .await?;
+                    self.create_mv(
+                        name,
+                        &plan,
+                        &column_names,
+                        definition,
+                        with_options,
+                        views,
+                        emit,
+                    )
+                    .await?;
                 }
                 Ok(command("CREATE MATERIALIZED VIEW"))
             }

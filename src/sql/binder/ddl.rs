@@ -7,8 +7,8 @@ use sqlparser::ast::{
 };
 
 use super::from::relation_name;
-use super::types::data_type_from_ast;
 use super::scope::Scope;
+use super::types::data_type_from_ast;
 use super::{Binder, ExprCtx};
 use crate::common::DataType;
 use crate::meta::catalog::{ColumnDesc, RelationKind, WatermarkDesc};
@@ -174,7 +174,11 @@ impl Binder<'_> {
         let ty = columns[column].data_type;
         if !matches!(
             ty,
-            DataType::Timestamp | DataType::Date | DataType::Int16 | DataType::Int32 | DataType::Int64
+            DataType::Timestamp
+                | DataType::Date
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
         ) {
             return Err(SqlError::new(
                 "42804",
@@ -211,7 +215,9 @@ impl Binder<'_> {
         if expr.monotone_input() != Some(column) {
             return Err(SqlError::new(
                 "0A000",
-                format!("the watermark expression must be \"{name}\" or \"{name}\" minus a constant"),
+                format!(
+                    "the watermark expression must be \"{name}\" or \"{name}\" minus a constant"
+                ),
             ));
         }
         Ok(WatermarkDesc {

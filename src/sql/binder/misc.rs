@@ -226,7 +226,9 @@ impl Binder<'_> {
             }
             Statement::EmitOnWindowClose(stmt) => {
                 let ast::Statement::CreateView(cv) = stmt.as_ref() else {
-                    return Err(SqlError::syntax("EMIT ON WINDOW CLOSE ends a CREATE MATERIALIZED VIEW"));
+                    return Err(SqlError::syntax(
+                        "EMIT ON WINDOW CLOSE ends a CREATE MATERIALIZED VIEW",
+                    ));
                 };
                 let mut bound = self.bind_create_view(cv)?;
                 match &mut bound {

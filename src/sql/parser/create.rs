@@ -252,7 +252,10 @@ mod tests {
         else {
             panic!()
         };
-        assert!(matches!(*stmt, sqlparser::ast::Statement::CreateView { .. }));
+        assert!(matches!(
+            *stmt,
+            sqlparser::ast::Statement::CreateView { .. }
+        ));
         assert!(matches!(
             one("CREATE MATERIALIZED VIEW m AS SELECT 1"),
             Statement::Sql(_)

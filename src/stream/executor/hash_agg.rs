@@ -112,9 +112,7 @@ impl HashAggExecutor {
         let Some((k, w)) = &self.watermark else {
             return false;
         };
-        columns[self.group_by[*k]]
-            .datum(i)
-            .is_some_and(|v| v < *w)
+        columns[self.group_by[*k]].datum(i).is_some_and(|v| v < *w)
     }
 
     /// Drop the groups below the watermark from memory and the state
@@ -468,20 +466,28 @@ mod tests {
             let s = store();
             let calls = vec![call(AggKind::CountStar, None, DataType::Int64)];
             let t = table(&s, 1, vec![DataType::Int64], vec![0], None);
-            let mut agg =
-                HashAggExecutor::new(vec![0], calls, t, 0).emit_on_window_close(eowc);
+            let mut agg = HashAggExecutor::new(vec![0], calls, t, 0).emit_on_window_close(eowc);
             let ty = [DataType::Int64, DataType::Int64];
             let mut out = vec![];
-            agg.process_chunk(0, StreamChunk::from_pretty("+ 1 0
+            agg.process_chunk(
+                0,
+                StreamChunk::from_pretty(
+                    "+ 1 0
 + 1 0
 + 2 0
-+ 3 0", &ty), &mut out)
-                .await
-                .expect("chunk");
++ 3 0",
+                    &ty,
+                ),
+                &mut out,
+            )
+            .await
+            .expect("chunk");
             let wm = |v| vec![vec![Watermark::new(0, ScalarValue::Int64(v))]];
             let passed = agg.process_watermarks(&wm(2)).await.expect("watermarks");
             assert_eq!(passed, vec![Watermark::new(0, ScalarValue::Int64(2))]);
-            agg.process_barrier(&barrier(2), &mut out).await.expect("barrier");
+            agg.process_barrier(&barrier(2), &mut out)
+                .await
+                .expect("barrier");
             let mut got = pretty(&out);
             got.sort();
             let want: &[&str] = if eowc {
@@ -494,13 +500,26 @@ mod tests {
             s.commit(1);
             // A late row of group 1 is dropped; group 2 still changes.
             out.clear();
-            agg.process_chunk(0, StreamChunk::from_pretty("+ 1 0
-+ 2 0", &ty), &mut out)
-                .await
-                .expect("chunk");
+            agg.process_chunk(
+                0,
+                StreamChunk::from_pretty(
+                    "+ 1 0
++ 2 0",
+                    &ty,
+                ),
+                &mut out,
+            )
+            .await
+            .expect("chunk");
             agg.process_watermarks(&wm(3)).await.expect("watermarks");
-            agg.process_barrier(&barrier(3), &mut out).await.expect("barrier");
-            let want: &[&str] = if eowc { &["+ 2 2"] } else { &["U- 2 1", "U+ 2 2"] };
+            agg.process_barrier(&barrier(3), &mut out)
+                .await
+                .expect("barrier");
+            let want: &[&str] = if eowc {
+                &["+ 2 2"]
+            } else {
+                &["U- 2 1", "U+ 2 2"]
+            };
             assert_eq!(pretty(&out), want, "eowc {eowc}");
             s.commit(2);
             let left: Vec<_> = agg.table.scan_all_vnodes().await.expect("scan");

@@ -1,5 +1,7 @@
-//! The origin of watermarks: placed right after a relation declared with
-//! `WATERMARK FOR col AS expr`, it announces at each barrier the highest
+//! The origin of the watermarks of an append-only table (a source keeps
+//! them per split, in its reader, with [`drop_late`]): placed right after
+//! the scan of a table declared with `WATERMARK FOR col AS expr`, it
+//! announces at each barrier the highest
 //! `expr` of the rows it has passed, and drops the rows whose `col` is
 //! below the watermark it has announced (late rows), so that nothing
 //! downstream ever sees a row below a watermark it was given.
@@ -20,15 +22,14 @@ use super::project::log_errors;
 use super::Executor;
 use crate::common::{Bitmap, Op, ScalarValue, StreamChunk};
 use crate::expr::Expr;
+use crate::meta::catalog::WatermarkDesc;
 use crate::storage::StateTable;
 use crate::stream::message::{Barrier, Watermark};
 use crate::stream::StreamResult;
 
 pub struct WatermarkFilterExecutor {
-    /// The column the watermark is on.
-    column: usize,
-    /// The watermark a row sets: `col - INTERVAL …` and the like.
-    expr: Expr,
+    /// The column and the watermark a row sets (`col - INTERVAL …`).
+    watermark: WatermarkDesc,
     /// Each actor's announced watermark, under the first vnode it owns.
     table: StateTable,
     /// The watermark announced last; rows below it are late.
@@ -43,8 +44,11 @@ pub struct WatermarkFilterExecutor {
 impl WatermarkFilterExecutor {
     pub fn new(column: usize, expr: Expr, table: StateTable, actor_id: u32) -> Self {
         WatermarkFilterExecutor {
-            column,
-            expr,
+            watermark: WatermarkDesc {
+                column,
+                expr,
+                text: String::new(),
+            },
             table,
             announced: None,
             highest: None,
@@ -67,6 +71,49 @@ impl WatermarkFilterExecutor {
     }
 }
 
+/// `chunk` without its rows below `announced` on the watermark column;
+/// `highest` rises to the highest watermark the rows kept set. Only inserts
+/// come here (sources and append-only tables), so dropping a row never
+/// splits an update pair.
+pub fn drop_late(
+    chunk: StreamChunk,
+    watermark: &WatermarkDesc,
+    announced: &Option<ScalarValue>,
+    highest: &mut Option<ScalarValue>,
+    actor_id: u32,
+) -> StreamChunk {
+    let (marks, errors) = watermark.expr.eval_chunk(&chunk);
+    log_errors(actor_id, &chunk, &errors);
+    let Some(times) = chunk.columns().get(watermark.column) else {
+        return chunk;
+    };
+    let n = chunk.capacity();
+    let mut keep = BooleanBufferBuilder::new(n);
+    keep.append_n(n, false);
+    let mut kept = 0;
+    for i in chunk.visible_indices() {
+        let late = match (announced, times.datum(i)) {
+            (Some(w), Some(t)) => t < *w,
+            _ => false,
+        };
+        if late {
+            continue;
+        }
+        keep.set_bit(i, true);
+        kept += 1;
+        if let Some(m) = marks.datum(i) {
+            if highest.as_ref().is_none_or(|h| m > *h) {
+                *highest = Some(m);
+            }
+        }
+    }
+    if kept == chunk.len() {
+        return chunk;
+    }
+    let ops: Vec<Op> = chunk.ops().to_vec();
+    chunk.with_visibility(ops, keep.finish())
+}
+
 #[async_trait]
 impl Executor for WatermarkFilterExecutor {
     fn name(&self) -> &'static str {
@@ -82,36 +129,15 @@ impl Executor for WatermarkFilterExecutor {
         if !self.loaded {
             self.load().await?;
         }
-        let (marks, errors) = self.expr.eval_chunk(&chunk);
-        log_errors(self.actor_id, &chunk, &errors);
-        let times = &chunk.columns()[self.column];
-        let n = chunk.capacity();
-        let mut keep = BooleanBufferBuilder::new(n);
-        keep.append_n(n, false);
-        let mut kept = 0;
-        for i in chunk.visible_indices() {
-            let late = match (&self.announced, times.datum(i)) {
-                (Some(w), Some(t)) => t < *w,
-                _ => false,
-            };
-            if late {
-                continue;
-            }
-            keep.set_bit(i, true);
-            kept += 1;
-            if let Some(m) = marks.datum(i) {
-                if self.highest.as_ref().is_none_or(|h| m > *h) {
-                    self.highest = Some(m);
-                }
-            }
-        }
-        if kept == chunk.len() {
+        let chunk = drop_late(
+            chunk,
+            &self.watermark,
+            &self.announced,
+            &mut self.highest,
+            self.actor_id,
+        );
+        if !chunk.is_empty() {
             out.push(chunk);
-        } else if kept > 0 {
-            // Only inserts reach a watermark filter (sources and append-only
-            // tables), so dropping a row never splits an update pair.
-            let ops: Vec<Op> = chunk.ops().to_vec();
-            out.push(chunk.with_visibility(ops, keep.finish()));
         }
         Ok(())
     }
@@ -132,7 +158,7 @@ impl Executor for WatermarkFilterExecutor {
             }
         }
         Ok(match &self.announced {
-            Some(w) => vec![Watermark::new(self.column, w.clone())],
+            Some(w) => vec![Watermark::new(self.watermark.column, w.clone())],
             None => Vec::new(),
         })
     }
@@ -189,13 +215,17 @@ mod tests {
         let s = store();
         let mut f = filter(&s);
         let mut out = Vec::new();
-        f.process_chunk(0, chunk("+ 1 50\n+ 2 30"), &mut out).await.expect("chunk");
+        f.process_chunk(0, chunk("+ 1 50\n+ 2 30"), &mut out)
+            .await
+            .expect("chunk");
         assert_eq!(pretty(&out).len(), 2, "no watermark yet: nothing is late");
         assert_eq!(
             f.process_watermarks(&[vec![]]).await.expect("watermarks"),
             vec![Watermark::new(1, ScalarValue::Int64(40))]
         );
-        f.process_barrier(&barrier(2), &mut out).await.expect("barrier");
+        f.process_barrier(&barrier(2), &mut out)
+            .await
+            .expect("barrier");
         let mut out = Vec::new();
         f.process_chunk(0, chunk("+ 3 39\n+ 4 40\n+ 5 45"), &mut out)
             .await
@@ -206,12 +236,18 @@ mod tests {
             f.process_watermarks(&[vec![]]).await.expect("watermarks"),
             vec![Watermark::new(1, ScalarValue::Int64(40))]
         );
-        f.process_barrier(&barrier(3), &mut out).await.expect("barrier");
+        f.process_barrier(&barrier(3), &mut out)
+            .await
+            .expect("barrier");
         // A new actor on the same vnodes resumes from the saved watermark.
         let mut g = filter(&s);
-        g.after_barrier(&barrier(4), &mut Vec::new()).await.expect("load");
+        g.after_barrier(&barrier(4), &mut Vec::new())
+            .await
+            .expect("load");
         let mut out = Vec::new();
-        g.process_chunk(0, chunk("+ 6 20\n+ 7 41"), &mut out).await.expect("chunk");
+        g.process_chunk(0, chunk("+ 6 20\n+ 7 41"), &mut out)
+            .await
+            .expect("chunk");
         assert_eq!(pretty(&out), vec!["+ 7 41"]);
     }
 }

@@ -17,8 +17,10 @@ use tokio::time::{Duration, Instant};
 use crate::common::{
     Bitmap, DataType, Op, ScalarValue, StreamChunk, VirtualNode, CHUNK_SIZE, VNODE_COUNT,
 };
-use crate::meta::catalog::TableId;
+use crate::meta::catalog::{TableId, WatermarkDesc};
 use crate::storage::{StateTable, StorageResult};
+use crate::stream::executor::watermark_filter::drop_late;
+use crate::stream::message::Watermark;
 use datagen::DatagenDesc;
 use nexmark::NexmarkDesc;
 
@@ -36,12 +38,48 @@ pub struct SplitSourceDesc {
     pub splits: u32,
     /// The `CREATE SOURCE` relation read, or the table fed.
     pub relation: TableId,
+    /// The source's `WATERMARK FOR`, kept per split (see [`SourceReader`]).
+    #[serde(default)]
+    pub watermark: Option<WatermarkDesc>,
 }
 
 /// Value columns of a split's progress row: split id, elements emitted,
-/// whether the split has ended.
+/// whether the split has ended, and its watermark (as
+/// [`watermark_to_i64`] has it; rows written before watermarks lack it).
 pub fn progress_types() -> Vec<DataType> {
-    vec![DataType::Int32, DataType::Int64, DataType::Boolean]
+    vec![
+        DataType::Int32,
+        DataType::Int64,
+        DataType::Boolean,
+        DataType::Int64,
+    ]
+}
+
+/// A watermark as a number: microseconds of a timestamp, days of a date.
+fn watermark_to_i64(v: &ScalarValue) -> Option<i64> {
+    match v {
+        ScalarValue::Timestamp(t) => Some(t.and_utc().timestamp_micros()),
+        ScalarValue::Date(d) => Some(i64::from(
+            d.signed_duration_since(chrono::NaiveDate::default())
+                .num_days(),
+        )),
+        other => other.as_i64(),
+    }
+}
+
+fn watermark_from_i64(ty: DataType, v: i64) -> Option<ScalarValue> {
+    Some(match ty {
+        DataType::Timestamp => {
+            ScalarValue::Timestamp(chrono::DateTime::from_timestamp_micros(v)?.naive_utc())
+        }
+        DataType::Date => ScalarValue::Date(
+            chrono::NaiveDate::default().checked_add_signed(chrono::TimeDelta::try_days(v)?)?,
+        ),
+        DataType::Int16 => ScalarValue::Int16(i16::try_from(v).ok()?),
+        DataType::Int32 => ScalarValue::Int32(i32::try_from(v).ok()?),
+        DataType::Int64 => ScalarValue::Int64(v),
+        _ => return None,
+    })
 }
 
 /// The vnode holding split `split` of `splits`.
@@ -132,6 +170,7 @@ pub fn connector_from_options(
         },
     };
     Ok(Some(SplitSourceDesc {
+        watermark: None,
         connector,
         splits,
         relation,
@@ -153,6 +192,10 @@ struct Split {
     /// Elements emitted (the position of the next one in the split).
     emitted: u64,
     done: bool,
+    /// The split's announced watermark: its rows below it are late.
+    watermark: Option<ScalarValue>,
+    /// The highest watermark its rows set since the last barrier.
+    highest: Option<ScalarValue>,
 }
 
 /// The generator of one source actor: the splits it owns and their
@@ -209,6 +252,7 @@ impl SourceReader {
     /// The reader of a `datagen` table created before splits existed.
     pub fn single(datagen: DatagenDesc, relation: TableId, state: StateTable) -> Self {
         let desc = SplitSourceDesc {
+            watermark: None,
             connector: Connector::Datagen(datagen),
             splits: 1,
             relation,
@@ -301,11 +345,11 @@ impl SourceReader {
         self.splits.clear();
         self.next = 0;
         for id in self.owned_splits() {
-            let (emitted, done) = match self.layout {
+            let (emitted, done, watermark) = match self.layout {
                 Layout::Single => {
                     let row = self.state.get(&[]).await?;
                     let n = row.and_then(|r| r.first().cloned().flatten()?.as_i64());
-                    (n.unwrap_or(0) as u64, false)
+                    (n.unwrap_or(0) as u64, false, None)
                 }
                 Layout::Splits => {
                     let vnode = split_vnode(id, self.desc.splits);
@@ -318,14 +362,70 @@ impl SourceReader {
                                 .and_then(|v| v.as_i64())
                                 .unwrap_or(0) as u64,
                             matches!(row.get(2), Some(Some(ScalarValue::Boolean(true)))),
+                            row.get(3)
+                                .cloned()
+                                .flatten()
+                                .and_then(|v| v.as_i64())
+                                .and_then(|v| self.watermark_value(v)),
                         ),
-                        None => (0, false),
+                        None => (0, false, None),
                     }
                 }
             };
-            self.splits.push(Split { id, emitted, done });
+            self.splits.push(Split {
+                id,
+                emitted,
+                done,
+                watermark,
+                highest: None,
+            });
         }
         Ok(())
+    }
+
+    fn watermark_value(&self, v: i64) -> Option<ScalarValue> {
+        let wm = self.desc.watermark.as_ref()?;
+        watermark_from_i64(wm.expr.return_type(), v)
+    }
+
+    /// The watermarks of the rows this actor emits after the barrier just
+    /// committed: the least of its splits still running (each split keeps
+    /// its own, so a split that lags behind holds the watermark back
+    /// instead of losing its rows as late). An actor with no split
+    /// running sends no more rows: it gives the highest watermark any
+    /// split reached, so that it holds nothing back.
+    pub async fn watermarks(&self) -> StorageResult<Vec<Watermark>> {
+        let Some(wm) = &self.desc.watermark else {
+            return Ok(Vec::new());
+        };
+        let running: Vec<&Split> = self.splits.iter().filter(|s| !s.done).collect();
+        let value = if running.is_empty() {
+            let mut highest: Option<ScalarValue> = None;
+            for (_, row) in self.state.scan_all_vnodes().await? {
+                let v = row.get(3).cloned().flatten().and_then(|v| v.as_i64());
+                if let Some(v) = v.and_then(|v| self.watermark_value(v)) {
+                    if highest.as_ref().is_none_or(|h| v > *h) {
+                        highest = Some(v);
+                    }
+                }
+            }
+            highest
+        } else {
+            running
+                .iter()
+                .map(|s| s.watermark.clone())
+                .try_fold(None::<ScalarValue>, |least, w| {
+                    let w = w?;
+                    Some(Some(match least {
+                        Some(l) if l <= w => l,
+                        _ => w,
+                    }))
+                })
+                .flatten()
+        };
+        Ok(value
+            .map(|v| vec![Watermark::new(wm.column, v)])
+            .unwrap_or_default())
     }
 
     /// A new set of vnodes (a scale barrier): the splits are read again
@@ -366,8 +466,12 @@ impl SourceReader {
                 continue;
             }
             let (chunk, done) = self.generate(i, batch);
-            let split = &mut self.splits[i];
             let n = chunk.len() as u64;
+            let split = &mut self.splits[i];
+            let chunk = match &self.desc.watermark {
+                Some(wm) => drop_late(chunk, wm, &split.watermark, &mut split.highest, 0),
+                None => chunk,
+            };
             split.emitted += n;
             split.done = done;
             self.epoch_rows += n;
@@ -406,6 +510,13 @@ impl SourceReader {
     /// Save the splits' progress at the epoch the barrier closes; `next`
     /// is the epoch it opens.
     pub fn commit(&mut self, epoch: u64, next: u64) -> StorageResult<()> {
+        for split in &mut self.splits {
+            if let Some(h) = split.highest.take() {
+                if split.watermark.as_ref().is_none_or(|w| h > *w) {
+                    split.watermark = Some(h);
+                }
+            }
+        }
         for split in &self.splits {
             match self.layout {
                 Layout::Single => self
@@ -418,6 +529,11 @@ impl SourceReader {
                         Some(ScalarValue::Int32(split.id as i32)),
                         Some(ScalarValue::Int64(split.emitted as i64)),
                         Some(ScalarValue::Boolean(split.done)),
+                        split
+                            .watermark
+                            .as_ref()
+                            .and_then(watermark_to_i64)
+                            .map(ScalarValue::Int64),
                     ],
                 ),
             }
@@ -451,6 +567,7 @@ mod tests {
 
     fn desc(rows_per_second: u64, end: Option<i64>, splits: u32) -> SplitSourceDesc {
         SplitSourceDesc {
+            watermark: None,
             connector: Connector::Datagen(DatagenDesc {
                 fields: vec![(DataType::Int64, FieldGen::Sequence { start: 0, end })],
                 rows_per_second,
