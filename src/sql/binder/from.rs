@@ -177,7 +177,7 @@ pub(super) fn build_join(
         on,
         condition,
     };
-    if !needs_restore {
+    if !needs_restore || (kind.left_only() && shift == 0) {
         return Ok(join);
     }
     let nl2 = nleft + shift;
@@ -185,11 +185,13 @@ pub(super) fn build_join(
     for (i, f) in left_fields.iter().enumerate() {
         exprs.push(Expr::input_ref(i, f.data_type));
     }
-    for (i, f) in right_fields.iter().enumerate() {
-        exprs.push(Expr::input_ref(nl2 + i, f.data_type));
-    }
     let mut fields = left_fields;
-    fields.extend(right_fields);
+    if !kind.left_only() {
+        for (i, f) in right_fields.iter().enumerate() {
+            exprs.push(Expr::input_ref(nl2 + i, f.data_type));
+        }
+        fields.extend(right_fields);
+    }
     Ok(LogicalPlan::Project {
         input: Box::new(join),
         exprs,
@@ -476,7 +478,7 @@ impl Binder<'_> {
             drop_from_star.push(li);
             drop_from_star.push(ri);
             match kind {
-                JoinKind::Inner | JoinKind::Left => {
+                JoinKind::Inner | JoinKind::Left | JoinKind::LeftSemi | JoinKind::LeftAnti => {
                     scope.columns[ri].unqualified = false;
                     first.push(li);
                 }

@@ -143,7 +143,7 @@ fn single_value(plan: LogicalPlan) -> SqlResult<LogicalPlan> {
 }
 
 /// The conjuncts of an AND chain.
-fn conjuncts<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+pub(super) fn conjuncts<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
     match e {
         ast::Expr::BinaryOp {
             left,
