@@ -44,7 +44,7 @@ pub fn execute_join(
         check_expr("join condition", c, lw + rw)?;
     }
     if kind.left_only() {
-        return semi_join(left, &right, kind, on, condition);
+        return semi_join(left, &right, lw, kind, on, condition);
     }
     // Build on the smaller side (ties: the right, so that a LEFT join keeps
     // its left rows' order).
@@ -92,15 +92,20 @@ fn join(
 
 /// LEFT SEMI / LEFT ANTI: the right side is the build side (a left row is
 /// emitted once, or not, so only the existence of a partner matters), and
-/// the left rows come out in input order.
+/// the left rows come out in input order. Terms of the condition over the
+/// left row alone are checked once per left row, before any pairing.
 fn semi_join(
     left: Vec<Row>,
     right: &[Row],
+    lw: usize,
     kind: JoinKind,
     on: &[(usize, usize)],
     condition: Option<&Expr>,
 ) -> BatchResult<Vec<Row>> {
     let semi = kind == JoinKind::LeftSemi;
+    let (left_terms, pair_terms) = condition
+        .map(|c| c.clone().split_conjuncts_below(lw))
+        .unwrap_or_default();
     let lkeys: Vec<usize> = on.iter().map(|p| p.0).collect();
     let rkeys: Vec<usize> = on.iter().map(|p| p.1).collect();
     let table = (!on.is_empty()).then(|| HashTable::build(right, &rkeys));
@@ -116,16 +121,20 @@ fn semi_join(
             },
         };
         let mut matched = false;
-        for b in candidates {
-            matched = match condition {
-                None => true,
-                Some(c) => {
-                    joined.clear();
-                    joined.extend_from_slice(&row);
-                    joined.extend_from_slice(&right[b]);
-                    c.eval_predicate(&joined)?
+        let mut can_match = true;
+        for t in &left_terms {
+            can_match = can_match && t.eval_predicate(&row)?;
+        }
+        for b in candidates.take_while(|_| can_match) {
+            matched = true;
+            if !pair_terms.is_empty() {
+                joined.clear();
+                joined.extend_from_slice(&row);
+                joined.extend_from_slice(&right[b]);
+                for t in &pair_terms {
+                    matched = matched && t.eval_predicate(&joined)?;
                 }
-            };
+            }
             if matched {
                 break;
             }

@@ -333,11 +333,11 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             right_keys,
             left_pk,
             right_pk,
+            left_width,
             right_width,
             condition,
             left_table,
             right_table,
-            ..
         } if kind.left_only() => Box::new(SemiJoinExecutor::new(
             *kind == JoinKind::LeftSemi,
             DegreeSide::new(
@@ -351,6 +351,7 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
                 *right_width,
                 right_table.build(store, vnodes),
             ),
+            *left_width,
             condition.clone(),
             id,
         )),

@@ -13,12 +13,13 @@
 //!
 //! `x IN (SELECT v …)` joins on `x = v`: NULL on either side never matches,
 //! which is what a WHERE clause makes of IN's NULL. `x NOT IN (SELECT v …)`
-//! is FALSE or NULL as soon as one `x = v` is not FALSE, so it is an anti
-//! join on `(x = v) IS NOT FALSE`: a NULL `x` (against a non-empty
-//! subquery) or a NULL `v` removes the row, as in PostgreSQL. That
-//! condition is no hash key, so an uncorrelated NOT IN is a nested loop in
-//! batch and runs on one actor in an MV; write `NOT EXISTS` where the
-//! NULLs cannot occur.
+//! is FALSE or NULL as soon as one `x = v` is not FALSE, that is when the
+//! subquery has a row with `x = v`, a row with a NULL `v`, or any row for a
+//! NULL `x`: three anti joins, one per case, so that the first has `x = v`
+//! as hash key and the other two one-sided terms (`v IS NULL` filters the
+//! subquery, `x IS NULL` picks the outer rows that can have partners at
+//! all). Those two have only the correlation as key: uncorrelated, they
+//! run on one actor in an MV, over few rows.
 //!
 //! Elsewhere (under OR, in a select list) these forms are refused (0A000).
 
@@ -130,28 +131,56 @@ impl Binder<'_> {
         let r = self.semi_subquery(outer, term, nleft);
         self.ctx = ctx;
         self.applies = applies;
-        let (right, terms) = r?;
+        let (right, mut terms, value) = r?;
         let kind = if term.negated {
             JoinKind::LeftAnti
         } else {
             JoinKind::LeftSemi
         };
-        build_join(plan, right, kind, and_all(terms)?, nleft)
+        let (Some(x), Some(v)) = (term.tested, value) else {
+            return build_join(plan, right, kind, and_all(terms)?, nleft);
+        };
+        let x = self.bind_expr(outer, x)?;
+        let eq = self.bind_func(Func::Eq, vec![x, BExpr::Typed(v)])?;
+        if !term.negated {
+            terms.push(eq);
+            return build_join(plan, right, kind, and_all(terms)?, nleft);
+        }
+        // NOT IN: no partner with `x = v` (a hash key), none with a NULL
+        // `v`, and, for a NULL `x`, none at all: three anti joins, whose
+        // one-sided terms filter rows before they are stored or compared.
+        let Expr::Func { args, .. } = &eq else {
+            return Err(SqlError::new("XX000", "IN comparison is not a call"));
+        };
+        let [xc, vc] = args.as_slice() else {
+            return Err(SqlError::new("XX000", "IN comparison is not binary"));
+        };
+        let null_v = build_func(Func::IsNull, vec![vc.clone()])?;
+        let null_x = build_func(Func::IsNull, vec![xc.clone()])?;
+        let with = |t: Expr| {
+            let mut all = terms.clone();
+            all.push(t);
+            and_all(all)
+        };
+        let plan = build_join(plan, right.clone(), kind, with(eq)?, nleft)?;
+        let plan = build_join(plan, right.clone(), kind, with(null_v)?, nleft)?;
+        build_join(plan, right, kind, with(null_x)?, nleft)
     }
 
-    /// The subquery's plan and the join terms over `outer ++ subquery`.
+    /// The subquery's plan, the join terms of its correlation and, for
+    /// IN, its value, over `outer ++ subquery`.
     fn semi_subquery(
         &mut self,
         outer: &Scope,
         term: &SemiTerm<'_>,
         nleft: usize,
-    ) -> SqlResult<(LogicalPlan, Vec<Expr>)> {
+    ) -> SqlResult<(LogicalPlan, Vec<Expr>, Option<Expr>)> {
         let q = term.subquery;
         // Uncorrelated: any query (of one column for IN).
         match self.bind_query(q) {
             Ok(bq) => {
-                let mut terms = Vec::new();
-                if let Some(x) = term.tested {
+                let mut value = None;
+                if term.tested.is_some() {
                     if bq.names.len() != 1 {
                         return Err(too_many_columns(bq.names.len()));
                     }
@@ -161,10 +190,9 @@ impl Binder<'_> {
                         .first()
                         .copied()
                         .ok_or_else(|| SqlError::new("XX000", "subquery without columns"))?;
-                    let v = Expr::input_ref(nleft, ty);
-                    terms.push(self.in_term(outer, x, v, term.negated)?);
+                    value = Some(Expr::input_ref(nleft, ty));
                 }
-                return Ok((bq.plan, terms));
+                return Ok((bq.plan, Vec::new(), value));
             }
             Err(e) if matches!(e.code, "42703" | "42P01") => {}
             Err(e) => return Err(e),
@@ -235,11 +263,11 @@ impl Binder<'_> {
             terms.push(build_func(op, vec![o, r])?);
             exprs.push(i);
         }
-        if let (Some(x), Some(v)) = (term.tested, value) {
+        let value = value.map(|v| {
             let r = Expr::input_ref(nleft + exprs.len(), v.return_type());
             exprs.push(v);
-            terms.push(self.in_term(outer, x, r, term.negated)?);
-        }
+            r
+        });
         let plan = LogicalPlan::Project {
             input: Box::new(plan),
             fields: exprs
@@ -249,7 +277,7 @@ impl Binder<'_> {
                 .collect(),
             exprs,
         };
-        Ok((plan, terms))
+        Ok((plan, terms, value))
     }
 
     /// The error for `e`, which names something the subquery does not
@@ -270,18 +298,6 @@ impl Binder<'_> {
                 _ => unsupported,
             },
             Err(_) => err,
-        }
-    }
-
-    /// `x = v` for IN, `(x = v) IS NOT FALSE` for NOT IN (the rows the
-    /// anti join removes), `x` over the outer row.
-    fn in_term(&mut self, outer: &Scope, x: &ast::Expr, v: Expr, negated: bool) -> SqlResult<Expr> {
-        let x = self.bind_expr(outer, x)?;
-        let eq = self.bind_func(Func::Eq, vec![x, BExpr::Typed(v)])?;
-        if negated {
-            Ok(build_func(Func::IsNotFalse, vec![eq])?)
-        } else {
-            Ok(eq)
         }
     }
 

@@ -11,8 +11,9 @@
 //! between 0 and 1 flips the left row in or out. A left row's degree is
 //! counted from the right rows of its key when it arrives, and the output
 //! of its delete is decided by its stored degree, so what is retracted is
-//! what was emitted. Rows with a NULL key have no partner and are not
-//! kept.
+//! what was emitted. Left rows with a NULL key, or failing a term of the
+//! condition that reads the left row alone (`x IS NULL` of a NOT IN), have
+//! no partner and are not kept.
 //!
 //! Without join keys every row has the empty key: one vnode, so one actor
 //! does the work (a nested loop per change), which is how an uncorrelated
@@ -109,40 +110,54 @@ pub struct SemiJoinExecutor {
     semi: bool,
     left: DegreeSide,
     right: JoinSide,
-    /// Over `left ++ right`.
-    condition: Option<Expr>,
+    /// The terms of the condition over the left row alone.
+    left_terms: Vec<Expr>,
+    /// The other terms, over `left ++ right`.
+    condition: Vec<Expr>,
     actor_id: u32,
 }
 
-/// Whether `left` and `right` (of the same key) are partners.
-fn partners(condition: &Option<Expr>, actor_id: u32, left: &Row, right: &Row) -> bool {
-    let Some(c) = condition else {
-        return true;
-    };
-    let mut joined = Vec::with_capacity(left.len() + right.len());
-    joined.extend(left.iter().cloned());
-    joined.extend(right.iter().cloned());
-    match c.eval_predicate(&joined) {
+/// Whether every term holds over `row` (an error counts as not).
+fn holds(terms: &[Expr], actor_id: u32, row: &Row) -> bool {
+    terms.iter().all(|t| match t.eval_predicate(row) {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!(actor_id, error = %e, "join condition failed; treated as no match");
             false
         }
+    })
+}
+
+/// Whether `left` and `right` (of the same key) are partners.
+fn partners(condition: &[Expr], actor_id: u32, left: &Row, right: &Row) -> bool {
+    if condition.is_empty() {
+        return true;
     }
+    let mut joined = Vec::with_capacity(left.len() + right.len());
+    joined.extend(left.iter().cloned());
+    joined.extend(right.iter().cloned());
+    holds(condition, actor_id, &joined)
 }
 
 impl SemiJoinExecutor {
+    /// `condition` is over `left ++ right`, the left row `left_width`
+    /// wide.
     pub fn new(
         semi: bool,
         left: DegreeSide,
         right: JoinSide,
+        left_width: usize,
         condition: Option<Expr>,
         actor_id: u32,
     ) -> Self {
+        let (left_terms, condition) = condition
+            .map(|c| c.split_conjuncts_below(left_width))
+            .unwrap_or_default();
         SemiJoinExecutor {
             semi,
             left,
             right,
+            left_terms,
             condition,
             actor_id,
         }
@@ -166,7 +181,7 @@ impl SemiJoinExecutor {
             Op::Delete
         };
         let key = self.left.key_of(&row);
-        if key.iter().any(|d| d.is_none()) {
+        if key.iter().any(|d| d.is_none()) || !holds(&self.left_terms, self.actor_id, &row) {
             // No partner, ever: nothing to keep.
             if self.visible(0) {
                 b.push(out_op, row, out);
@@ -355,7 +370,7 @@ mod tests {
             )
             .unwrap()
         });
-        SemiJoinExecutor::new(semi, left, right, condition, 0)
+        SemiJoinExecutor::new(semi, left, right, 2, condition, 0)
     }
 
     async fn feed(j: &mut SemiJoinExecutor, side: usize, text: &str) -> Vec<String> {
