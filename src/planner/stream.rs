@@ -540,10 +540,9 @@ impl<'a> StreamPlanner<'a> {
                     // All rows on one vnode: let a consumer with state
                     // spread them again.
                     _ if lkeys.is_empty() => Dist::Any,
-                    JoinKind::Inner
-                    | JoinKind::Left
-                    | JoinKind::LeftSemi
-                    | JoinKind::LeftAnti => Dist::Hash(lkeys.clone()),
+                    JoinKind::Inner | JoinKind::Left | JoinKind::LeftSemi | JoinKind::LeftAnti => {
+                        Dist::Hash(lkeys.clone())
+                    }
                     JoinKind::Right => Dist::Hash(rkeys.iter().map(|&i| i + lw).collect()),
                     JoinKind::Full => Dist::Any,
                 };

@@ -311,8 +311,14 @@ impl Executor for SemiJoinExecutor {
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
-        let _committed = self.left.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        let _committed = self.right.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        let _committed = self
+            .left
+            .table
+            .commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        let _committed = self
+            .right
+            .table
+            .commit(barrier.epoch.prev, barrier.epoch.curr)?;
         Ok(())
     }
 
@@ -394,10 +400,7 @@ mod tests {
         // delete retracts it.
         assert_eq!(feed(&mut j, 1, "+ 12 8\n+ 13 .").await, vec!["+ 2 8"]);
         assert_eq!(feed(&mut j, 0, "+ 4 8").await, vec!["+ 4 8"]);
-        assert_eq!(
-            feed(&mut j, 0, "U- 2 8\nU+ 2 7").await,
-            vec!["- 2 8"]
-        );
+        assert_eq!(feed(&mut j, 0, "U- 2 8\nU+ 2 7").await, vec!["- 2 8"]);
     }
 
     #[tokio::test]
@@ -405,7 +408,10 @@ mod tests {
         let s = store();
         let mut j = join(&s, false, false, true);
         // NULL join columns do not matter without keys.
-        assert_eq!(feed(&mut j, 0, "+ 1 7\n+ 5 .").await, vec!["+ 1 7", "+ 5 ."]);
+        assert_eq!(
+            feed(&mut j, 0, "+ 1 7\n+ 5 .").await,
+            vec!["+ 1 7", "+ 5 ."]
+        );
         // Right id 3 passes `left.id < 3` for left 1 only.
         assert_eq!(feed(&mut j, 1, "+ 3 9").await, vec!["- 1 7"]);
         assert_eq!(feed(&mut j, 1, "+ 9 9").await, vec!["- 5 ."]);

@@ -125,7 +125,11 @@ fn ebbflow_statements() {
 #[test]
 fn exists_and_in_bind_as_semi_and_anti_joins() {
     let (plan, _) = query("SELECT a FROM t WHERE a IN (SELECT a FROM u) AND b = 'x'");
-    assert!(shape(&plan).contains("Join LeftSemi on=[(0, 0)]\n"), "{}", shape(&plan));
+    assert!(
+        shape(&plan).contains("Join LeftSemi on=[(0, 0)]\n"),
+        "{}",
+        shape(&plan)
+    );
     // Correlated by equality: a hash key; by another comparison: the
     // condition. `NOT (EXISTS …)` is NOT EXISTS.
     let (plan, _) = query(
@@ -137,10 +141,17 @@ fn exists_and_in_bind_as_semi_and_anti_joins() {
     // NOT IN: an anti join on `(x = v) IS NOT FALSE`, no key.
     let (plan, names) = query("SELECT a, b FROM t WHERE a NOT IN (SELECT a FROM u)");
     assert_eq!(names, ["a", "b"]);
-    assert!(shape(&plan).contains("Join LeftAnti on=[] cond"), "{}", shape(&plan));
+    assert!(
+        shape(&plan).contains("Join LeftAnti on=[] cond"),
+        "{}",
+        shape(&plan)
+    );
     err("SELECT a FROM t WHERE a IN (SELECT a, x FROM u)", "42601");
     err("SELECT a FROM t WHERE a IN (SELECT nope FROM u)", "42703");
-    err("SELECT a FROM t WHERE a IN (SELECT a FROM u WHERE u.a = t.nope)", "42703");
+    err(
+        "SELECT a FROM t WHERE a IN (SELECT a FROM u WHERE u.a = t.nope)",
+        "42703",
+    );
     err("SELECT a FROM t WHERE a IN (SELECT b FROM u)", "0A000");
     err("SELECT a FROM t WHERE b IN (SELECT a FROM u)", "42883");
 }
