@@ -9,6 +9,10 @@
 //!   key matched but whose every match failed the condition joined with
 //!   nothing, so it is padded.
 //!
+//! - LEFT SEMI emits each left row that joins with at least one right row,
+//!   once, and LEFT ANTI each left row that joins with none (a NULL key
+//!   included); both emit left columns only.
+//!
 //! The smaller input is the build side: hashed once, then probed by each row
 //! of the other side. Either side may be the one to pad, so "pad the probe
 //! row when it found nothing" and "pad the build rows nobody matched" are
@@ -38,6 +42,9 @@ pub fn execute_join(
     check_indices("join key", on.iter().map(|p| p.1 + lw), lw + rw)?;
     if let Some(c) = condition {
         check_expr("join condition", c, lw + rw)?;
+    }
+    if kind.left_only() {
+        return semi_join(left, &right, lw, kind, on, condition);
     }
     // Build on the smaller side (ties: the right, so that a LEFT join keeps
     // its left rows' order).
@@ -81,6 +88,62 @@ fn join(
         condition,
     };
     joiner.run(build, probe)
+}
+
+/// LEFT SEMI / LEFT ANTI: the right side is the build side (a left row is
+/// emitted once, or not, so only the existence of a partner matters), and
+/// the left rows come out in input order. Terms of the condition over the
+/// left row alone are checked once per left row, before any pairing.
+fn semi_join(
+    left: Vec<Row>,
+    right: &[Row],
+    lw: usize,
+    kind: JoinKind,
+    on: &[(usize, usize)],
+    condition: Option<&Expr>,
+) -> BatchResult<Vec<Row>> {
+    let semi = kind == JoinKind::LeftSemi;
+    let (left_terms, pair_terms) = condition
+        .map(|c| c.clone().split_conjuncts_below(lw))
+        .unwrap_or_default();
+    let lkeys: Vec<usize> = on.iter().map(|p| p.0).collect();
+    let rkeys: Vec<usize> = on.iter().map(|p| p.1).collect();
+    let table = (!on.is_empty()).then(|| HashTable::build(right, &rkeys));
+    let mut key = Vec::with_capacity(lkeys.len());
+    let mut joined: Row = Vec::new();
+    let mut out = Vec::new();
+    for row in left {
+        let candidates = match &table {
+            None => Candidates::All(0..right.len()),
+            Some(t) => Candidates::Chain {
+                next: &t.next,
+                cur: t.first_match(&row, &lkeys, &mut key),
+            },
+        };
+        let mut matched = false;
+        let mut can_match = true;
+        for t in &left_terms {
+            can_match = can_match && t.eval_predicate(&row)?;
+        }
+        for b in candidates.take_while(|_| can_match) {
+            matched = true;
+            if !pair_terms.is_empty() {
+                joined.clear();
+                joined.extend_from_slice(&row);
+                joined.extend_from_slice(&right[b]);
+                for t in &pair_terms {
+                    matched = matched && t.eval_predicate(&joined)?;
+                }
+            }
+            if matched {
+                break;
+            }
+        }
+        if matched == semi {
+            out.push(row);
+        }
+    }
+    Ok(out)
 }
 
 /// How one input takes part in the join.
@@ -505,6 +568,40 @@ mod tests {
         check(("", "1 t"), JoinKind::Right, ON_ID, None, ". . 1 t");
         check(("", ""), JoinKind::Full, ON_ID, None, "");
         check(("1 a", ""), JoinKind::Full, &[], None, "1 a . .");
+    }
+
+    #[test]
+    fn semi_and_anti_emit_left_rows_once() {
+        let run = |kind, on: &[(usize, usize)], condition: Option<Expr>| {
+            let out = execute_join(
+                parse_rows(LEFT, L),
+                parse_rows(RIGHT, R),
+                (2, 2),
+                kind,
+                on,
+                condition.as_ref(),
+            )
+            .unwrap();
+            out
+        };
+        // `2 b` has two partners and comes out once; NULL keys match nothing.
+        assert_rows_ordered(&run(JoinKind::LeftSemi, ON_ID, None), "1 a\n2 b\n2 bb\n5 e");
+        assert_rows_ordered(&run(JoinKind::LeftAnti, ON_ID, None), ". n\n4 d");
+        // `5 e`'s only partner fails the condition.
+        assert_rows_ordered(&run(JoinKind::LeftSemi, ON_ID, flag()), "1 a\n2 b\n2 bb");
+        assert_rows_ordered(&run(JoinKind::LeftAnti, ON_ID, flag()), ". n\n4 d\n5 e");
+        // Without keys: any right row passing the condition.
+        assert_rows_ordered(&run(JoinKind::LeftSemi, &[], flag()), LEFT);
+        let none = execute_join(
+            parse_rows(LEFT, L),
+            vec![],
+            (2, 2),
+            JoinKind::LeftAnti,
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_rows_ordered(&none, LEFT);
     }
 
     #[test]

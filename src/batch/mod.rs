@@ -249,6 +249,7 @@ fn input_width(plan: &LogicalPlan) -> usize {
         | LogicalPlan::Project { fields, .. }
         | LogicalPlan::Aggregate { fields, .. } => fields.len(),
         LogicalPlan::Filter { input, .. } | LogicalPlan::TopN { input, .. } => input_width(input),
+        LogicalPlan::Join { left, kind, .. } if kind.left_only() => input_width(left),
         LogicalPlan::Join { left, right, .. } => input_width(left) + input_width(right),
         LogicalPlan::Union { inputs } => inputs.first().map(input_width).unwrap_or(0),
         LogicalPlan::ExpandVector { input, .. } => {

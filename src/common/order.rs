@@ -11,6 +11,19 @@ pub enum JoinKind {
     Left,
     Right,
     Full,
+    /// The left rows with at least one partner (`EXISTS`, `IN`); only
+    /// left columns come out.
+    LeftSemi,
+    /// The left rows without a partner (`NOT EXISTS`, `NOT IN`); only left
+    /// columns come out.
+    LeftAnti,
+}
+
+impl JoinKind {
+    /// Whether only the left columns come out (semi and anti joins).
+    pub fn left_only(self) -> bool {
+        matches!(self, JoinKind::LeftSemi | JoinKind::LeftAnti)
+    }
 }
 
 /// One `ORDER BY` item over an input column.

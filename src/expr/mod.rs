@@ -117,6 +117,28 @@ impl Expr {
         }
     }
 
+    /// The terms of a conjunction (`a AND b AND c` gives `[a, b, c]`).
+    pub fn into_conjuncts(self) -> Vec<Expr> {
+        match self {
+            Expr::Func {
+                func: Func::And,
+                args,
+                ..
+            } => args.into_iter().flat_map(Expr::into_conjuncts).collect(),
+            other => vec![other],
+        }
+    }
+
+    /// The terms of a conjunction split into those that read columns, all
+    /// below `width`, and the others (each part in the original order).
+    pub fn split_conjuncts_below(self, width: usize) -> (Vec<Expr>, Vec<Expr>) {
+        self.into_conjuncts().into_iter().partition(|t| {
+            let mut r = Vec::new();
+            t.collect_input_refs(&mut r);
+            !r.is_empty() && r.iter().all(|&i| i < width)
+        })
+    }
+
     /// Every input column the expression reads.
     pub fn collect_input_refs(&self, out: &mut Vec<usize>) {
         match self {

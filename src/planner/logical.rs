@@ -41,9 +41,10 @@ pub enum LogicalPlan {
         /// Names for the output columns.
         fields: Vec<Field>,
     },
-    /// Output: left columns then right columns. `on` pairs are equi-join
-    /// keys (left index, right index) of the same type; `condition` is an
-    /// extra predicate over the concatenated row.
+    /// Output: left columns then right columns (left columns only for
+    /// semi and anti joins). `on` pairs are equi-join keys (left index,
+    /// right index) of the same type; `condition` is an extra predicate
+    /// over the concatenated row, left then right, whatever the kind.
     Join {
         left: Box<LogicalPlan>,
         right: Box<LogicalPlan>,
@@ -109,9 +110,13 @@ impl LogicalPlan {
             | LogicalPlan::Project { fields, .. }
             | LogicalPlan::Aggregate { fields, .. } => fields.clone(),
             LogicalPlan::Filter { input, .. } | LogicalPlan::TopN { input, .. } => input.fields(),
-            LogicalPlan::Join { left, right, .. } => {
+            LogicalPlan::Join {
+                left, right, kind, ..
+            } => {
                 let mut f = left.fields();
-                f.extend(right.fields());
+                if !kind.left_only() {
+                    f.extend(right.fields());
+                }
                 f
             }
             LogicalPlan::Union { inputs } => inputs.first().map(|i| i.fields()).unwrap_or_default(),

@@ -511,11 +511,9 @@ impl<'a> StreamPlanner<'a> {
                 on,
                 condition,
             } => {
-                if on.is_empty() {
-                    return Err(PlanError::unsupported(
-                        "a streaming join without an equality condition",
-                    ));
-                }
+                // Without an equality key (a cross or inequality join, an
+                // uncorrelated EXISTS / NOT IN), every row has the empty
+                // key: it hashes to one vnode, so one actor joins them all.
                 let l = self.plan(left)?;
                 let r = self.plan(right)?;
                 // Children may carry hidden key columns after their logical
@@ -546,6 +544,14 @@ impl<'a> StreamPlanner<'a> {
                         dist_in_pk: (0..keys.len()).collect(),
                         value_types: Some(types.to_vec()),
                     };
+                let left_only = kind.left_only();
+                let mut left_table = side_table(lt, &lkeys, &lpk, &ltypes);
+                if left_only {
+                    // A semi/anti join keeps each left row's degree after it.
+                    if let Some(v) = &mut left_table.value_types {
+                        v.push(DataType::Int64);
+                    }
+                }
                 let node = NodeDesc::HashJoin {
                     kind: *kind,
                     left_keys: lkeys.clone(),
@@ -555,24 +561,38 @@ impl<'a> StreamPlanner<'a> {
                     left_width: lw,
                     right_width: rw,
                     condition,
-                    left_table: side_table(lt, &lkeys, &lpk, &ltypes),
+                    left_table,
                     right_table: side_table(rt, &rkeys, &rpk, &rtypes),
                 };
                 let mut types = ltypes;
-                types.extend(rtypes);
                 // The join keys belong to the stream key: a row whose join
                 // key changes is retracted by one join actor and added by
                 // another, and only distinct keys keep those two changes
                 // from racing downstream.
                 let mut pk = lpk;
-                pk.extend(rpk.iter().map(|&i| i + lw));
-                for k in lkeys.iter().copied().chain(rkeys.iter().map(|&i| i + lw)) {
+                let out_keys: Vec<usize> = if left_only {
+                    lkeys.clone()
+                } else {
+                    types.extend(rtypes);
+                    pk.extend(rpk.iter().map(|&i| i + lw));
+                    lkeys
+                        .iter()
+                        .copied()
+                        .chain(rkeys.iter().map(|&i| i + lw))
+                        .collect()
+                };
+                for k in out_keys {
                     if !pk.contains(&k) {
                         pk.push(k);
                     }
                 }
                 let dist = match kind {
-                    JoinKind::Inner | JoinKind::Left => Dist::Hash(lkeys.clone()),
+                    // All rows on one vnode: let a consumer with state
+                    // spread them again.
+                    _ if lkeys.is_empty() => Dist::Any,
+                    JoinKind::Inner | JoinKind::Left | JoinKind::LeftSemi | JoinKind::LeftAnti => {
+                        Dist::Hash(lkeys.clone())
+                    }
                     JoinKind::Right => Dist::Hash(rkeys.iter().map(|&i| i + lw).collect()),
                     JoinKind::Full => Dist::Any,
                 };
@@ -590,11 +610,15 @@ impl<'a> StreamPlanner<'a> {
                     pk,
                     dist,
                 };
-                if lphys == llog && rw == rlog {
+                if lphys == llog && (rw == rlog || left_only) {
                     return Ok(node);
                 }
                 // Restore the logical layout, hidden keys after it.
-                let keep: Vec<usize> = (0..llog).chain(lphys..lphys + rlog).collect();
+                let keep: Vec<usize> = if left_only {
+                    (0..llog).collect()
+                } else {
+                    (0..llog).chain(lphys..lphys + rlog).collect()
+                };
                 self.keep_keys(node, keep)
             }
             LogicalPlan::Union { inputs } => self.plan_union(inputs),

@@ -15,6 +15,7 @@ use super::executor::hop_window::HopWindowExecutor;
 use super::executor::materialize::MaterializeExecutor;
 use super::executor::over_window::OverWindowExecutor;
 use super::executor::project::ProjectExecutor;
+use super::executor::semi_join::{DegreeSide, SemiJoinExecutor};
 use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
 use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
@@ -361,6 +362,35 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             )
             .emit_on_window_close(*emit_on_window_close),
         ),
+        // Semi and anti joins: only left rows come out, with a degree.
+        NodeDesc::HashJoin {
+            kind,
+            left_keys,
+            right_keys,
+            left_pk,
+            right_pk,
+            left_width,
+            right_width,
+            condition,
+            left_table,
+            right_table,
+        } if kind.left_only() => Box::new(SemiJoinExecutor::new(
+            *kind == JoinKind::LeftSemi,
+            DegreeSide::new(
+                left_keys.clone(),
+                left_pk.clone(),
+                left_table.build(store.clone(), vnodes.clone()),
+            ),
+            JoinSide::new(
+                right_keys.clone(),
+                right_pk.clone(),
+                *right_width,
+                right_table.build(store, vnodes),
+            ),
+            *left_width,
+            condition.clone(),
+            id,
+        )),
         NodeDesc::HashJoin {
             kind,
             left_keys,

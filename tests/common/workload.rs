@@ -136,6 +136,38 @@ pub const MVS: &[(&str, &str)] = &[
         "mv_topn_asc",
         "SELECT id, x FROM t3 ORDER BY x, id LIMIT 3",
     ),
+    (
+        "mv_exists",
+        "SELECT id, k, v FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.k = t1.k AND t2.w > 30)",
+    ),
+    (
+        "mv_not_exists",
+        "SELECT id, x FROM t3 WHERE NOT EXISTS (SELECT 1 FROM t1 WHERE t1.id = t3.k AND t1.v > 0)",
+    ),
+    (
+        "mv_in",
+        "SELECT k, w, name FROM t2 WHERE w IN (SELECT x FROM t3 WHERE x < 20)",
+    ),
+    (
+        "mv_not_in",
+        "SELECT id, k, x FROM t3 WHERE x NOT IN (SELECT w FROM t2 WHERE t2.k = t3.k % 6)",
+    ),
+    (
+        "mv_not_in_uncorr",
+        "SELECT id, v FROM t1 WHERE k NOT IN (SELECT k FROM t2 WHERE w > 45)",
+    ),
+    (
+        "mv_ineq_join",
+        "SELECT t3.id, t3.x, t2.w, t2.name FROM t3 JOIN t2 ON t3.x > t2.w + 35",
+    ),
+    (
+        "mv_left_ineq",
+        "SELECT t3.id, t3.x, t1.id AS id1 FROM t3 LEFT JOIN t1 ON t1.v > 990 - t3.x",
+    ),
+    (
+        "mv_dyn_filter",
+        "SELECT t1.id, t1.v FROM t1, (SELECT max(x) AS m FROM t3) s WHERE t1.v > s.m * 15",
+    ),
 ];
 
 /// PostgreSQL's text of the MVs whose ebbflow text PostgreSQL cannot run

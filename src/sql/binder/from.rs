@@ -86,6 +86,17 @@ fn with_extra_columns(plan: LogicalPlan, extra: Vec<Expr>) -> LogicalPlan {
     }
 }
 
+/// `plan` filtered by the AND of `terms`.
+fn filtered(plan: LogicalPlan, terms: Vec<Expr>) -> SqlResult<LogicalPlan> {
+    Ok(match and_all(terms)? {
+        Some(predicate) => LogicalPlan::Filter {
+            input: Box::new(plan),
+            predicate,
+        },
+        None => plan,
+    })
+}
+
 /// A join whose equality terms between the two sides become equi-join keys
 /// (computed keys and keys of different types get extra Project columns
 /// that a Project above the join drops again) and the rest the residual
@@ -134,6 +145,28 @@ pub(super) fn build_join(
         }
         residual.push(t);
     }
+    // A semi/anti join's terms over the right row alone filter the right
+    // input (a right row failing them is nobody's partner); a semi join's
+    // terms over the left row alone filter the left input.
+    let (right, left) = if kind.left_only() {
+        let reads = |t: &Expr, right_side: bool| {
+            let r = refs(t);
+            !r.is_empty() && r.iter().all(|&i| (i >= nleft) == right_side)
+        };
+        let (rterms, rest): (Vec<Expr>, Vec<Expr>) =
+            residual.into_iter().partition(|t| reads(t, true));
+        let (lterms, rest): (Vec<Expr>, Vec<Expr>) = rest
+            .into_iter()
+            .partition(|t| kind == JoinKind::LeftSemi && reads(t, false));
+        residual = rest;
+        let mut rterms = rterms;
+        for t in &mut rterms {
+            t.map_input_refs(&mut |i| i - nleft);
+        }
+        (filtered(right, rterms)?, filtered(left, lterms)?)
+    } else {
+        (right, left)
+    };
     let mut lextra = Vec::new();
     let mut rextra = Vec::new();
     let mut on = Vec::with_capacity(pairs.len());
@@ -177,7 +210,7 @@ pub(super) fn build_join(
         on,
         condition,
     };
-    if !needs_restore {
+    if !needs_restore || (kind.left_only() && shift == 0) {
         return Ok(join);
     }
     let nl2 = nleft + shift;
@@ -185,11 +218,13 @@ pub(super) fn build_join(
     for (i, f) in left_fields.iter().enumerate() {
         exprs.push(Expr::input_ref(i, f.data_type));
     }
-    for (i, f) in right_fields.iter().enumerate() {
-        exprs.push(Expr::input_ref(nl2 + i, f.data_type));
-    }
     let mut fields = left_fields;
-    fields.extend(right_fields);
+    if !kind.left_only() {
+        for (i, f) in right_fields.iter().enumerate() {
+            exprs.push(Expr::input_ref(nl2 + i, f.data_type));
+        }
+        fields.extend(right_fields);
+    }
     Ok(LogicalPlan::Project {
         input: Box::new(join),
         exprs,
@@ -476,7 +511,7 @@ impl Binder<'_> {
             drop_from_star.push(li);
             drop_from_star.push(ri);
             match kind {
-                JoinKind::Inner | JoinKind::Left => {
+                JoinKind::Inner | JoinKind::Left | JoinKind::LeftSemi | JoinKind::LeftAnti => {
                     scope.columns[ri].unqualified = false;
                     first.push(li);
                 }

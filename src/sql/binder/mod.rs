@@ -29,6 +29,7 @@ mod pg_funcs;
 mod query;
 mod scope;
 mod select;
+mod semi;
 mod series;
 mod subquery;
 #[cfg(test)]

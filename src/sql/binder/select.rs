@@ -7,6 +7,7 @@ use super::expr::BExpr;
 use super::from::{and_all, split_and};
 use super::func::{contains_aggregate, figure_name};
 use super::scope::Scope;
+use super::semi::split_semi_terms;
 use super::subquery::Applies;
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
@@ -190,9 +191,24 @@ impl Binder<'_> {
         // Subqueries are bound while their clause is; `applies` holds
         // those of the current clause (restored for the enclosing query).
         let outer_applies = self.applies.replace(Applies::new(scope.len()));
-        let predicate = match &s.selection {
-            Some(w) => Some(self.bind_bool(&scope, w, "WHERE")?),
-            None => None,
+        // EXISTS / IN (subquery) conjuncts become semi and anti joins of
+        // the filtered rows (see `semi.rs`).
+        let semis = if self.has_semi_terms(s.selection.as_ref()) {
+            split_semi_terms(s.selection.as_ref())
+        } else {
+            (Vec::new(), s.selection.iter().collect())
+        };
+        let (semis, rest) = semis;
+        let predicate = match rest.as_slice() {
+            [] => None,
+            [w] => Some(self.bind_bool(&scope, w, "WHERE")?),
+            parts => {
+                let mut terms = Vec::with_capacity(parts.len());
+                for w in parts {
+                    terms.push(self.bind_bool(&scope, w, "WHERE")?);
+                }
+                and_all(terms)?
+            }
         };
         let applies = self
             .applies
@@ -222,6 +238,9 @@ impl Binder<'_> {
                 None => plan,
             }
         };
+        for t in &semis {
+            plan = self.bind_semi_join(plan, &scope, t)?;
+        }
 
         // Grouping.
         let has_agg = !group_exprs.is_empty()

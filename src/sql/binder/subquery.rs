@@ -21,7 +21,8 @@
 //! Refused (0A000): correlated subqueries with aggregates, GROUP BY,
 //! DISTINCT, ORDER BY, LIMIT or set operations, correlation other than by
 //! equality, subqueries in other clauses (aggregating selects included)
-//! and in a materialized view.
+//! and, in a materialized view, any but an uncorrelated aggregate without
+//! GROUP BY or HAVING (always one row: the view joins it without a key).
 
 use sqlparser::ast::{self, BinaryOperator, GroupByExpr, SelectItem, SetExpr};
 
@@ -142,8 +143,21 @@ fn single_value(plan: LogicalPlan) -> SqlResult<LogicalPlan> {
     })
 }
 
+/// Whether the subquery under [`single_value`]'s aggregate is an
+/// aggregate without GROUP BY or HAVING (under projections).
+fn always_one_row(plan: &LogicalPlan) -> bool {
+    fn one(p: &LogicalPlan) -> bool {
+        match p {
+            LogicalPlan::Aggregate { group_by, .. } => group_by.is_empty(),
+            LogicalPlan::Project { input, .. } => one(input),
+            _ => false,
+        }
+    }
+    matches!(plan, LogicalPlan::Aggregate { input, .. } if one(input))
+}
+
 /// The conjuncts of an AND chain.
-fn conjuncts<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+pub(super) fn conjuncts<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
     match e {
         ast::Expr::BinaryOp {
             left,
@@ -165,10 +179,11 @@ impl Binder<'_> {
         outer: &Scope,
         q: &ast::Query,
     ) -> SqlResult<BExpr> {
-        if self.streaming {
-            return Err(SqlError::unsupported("subqueries in a materialized view"));
-        }
+        let in_mv = || SqlError::unsupported("subqueries in a materialized view");
         let Some(mut applies) = self.applies.take() else {
+            if self.streaming {
+                return Err(in_mv());
+            }
             return Err(SqlError::unsupported(
                 "subqueries outside the WHERE clause and select list of a non-aggregating SELECT",
             ));
@@ -182,6 +197,13 @@ impl Binder<'_> {
         let r = self.decorrelate(outer, q);
         self.ctx = saved;
         let (plan, outer_keys) = r?;
+        // In an MV, only a subquery that is one row whatever the data: an
+        // uncorrelated aggregate without GROUP BY or HAVING (the dynamic
+        // filter `WHERE t.v > (SELECT max(v) FROM u)`), so that the error
+        // of a second row cannot arise while the view is maintained.
+        if self.streaming && !(outer_keys.is_empty() && always_one_row(&plan)) {
+            return Err(in_mv());
+        }
         let at = applies.width() + outer_keys.len();
         let ty = plan
             .types()

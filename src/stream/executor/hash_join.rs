@@ -42,7 +42,7 @@ impl JoinSide {
         }
     }
 
-    fn key_of(&self, row: &Row) -> Vec<Datum> {
+    pub(super) fn key_of(&self, row: &Row) -> Vec<Datum> {
         self.keys.iter().map(|&i| row[i].clone()).collect()
     }
 
@@ -59,7 +59,7 @@ impl JoinSide {
     }
 
     /// Make sure the rows of `key` are cached.
-    async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
+    pub(super) async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
         if !self.cache.contains_key(key) {
             let rows = self
                 .table
@@ -73,17 +73,17 @@ impl JoinSide {
         Ok(())
     }
 
-    fn rows(&self, key: &[Datum]) -> &[Row] {
+    pub(super) fn rows(&self, key: &[Datum]) -> &[Row] {
         self.cache.get(key).map(|v| v.as_slice()).unwrap_or(&[])
     }
 
-    fn insert(&mut self, key: Vec<Datum>, row: Row) {
+    pub(super) fn insert(&mut self, key: Vec<Datum>, row: Row) {
         let pk = self.state_pk(&row);
         self.table.put(&pk, &row);
         self.cache.entry(key).or_default().push(row);
     }
 
-    fn delete(&mut self, key: &[Datum], row: &Row) {
+    pub(super) fn delete(&mut self, key: &[Datum], row: &Row) {
         let pk = self.state_pk(row);
         self.table.delete(&pk);
         let pk_cols = self.pk.clone();
@@ -94,6 +94,21 @@ impl JoinSide {
             {
                 rows.swap_remove(pos);
             }
+        }
+    }
+}
+
+impl JoinSide {
+    /// Take the vnodes of a new bitmap, dropping the cached keys of the
+    /// vnodes no longer owned (all of them when `new` brings vnodes in).
+    pub(super) fn update_vnodes(&mut self, new: &Bitmap) {
+        let subset = new.is_subset_of(self.table.vnodes());
+        self.table.update_vnodes(new.clone());
+        if subset {
+            let dist: Vec<usize> = (0..self.keys.len()).collect();
+            self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+        } else {
+            self.cache.clear();
         }
     }
 }
@@ -125,7 +140,8 @@ impl HashJoinExecutor {
     fn preserved(&self, side: usize) -> bool {
         match self.kind {
             JoinKind::Inner => false,
-            JoinKind::Left => side == 0,
+            // Semi and anti joins run in `semi_join.rs`.
+            JoinKind::Left | JoinKind::LeftSemi | JoinKind::LeftAnti => side == 0,
             JoinKind::Right => side == 1,
             JoinKind::Full => true,
         }
@@ -277,14 +293,7 @@ impl Executor for HashJoinExecutor {
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
         for s in &mut self.sides {
-            let subset = new.is_subset_of(s.table.vnodes());
-            s.table.update_vnodes(new.clone());
-            if subset {
-                let dist: Vec<usize> = (0..s.keys.len()).collect();
-                s.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
-            } else {
-                s.cache.clear();
-            }
+            s.update_vnodes(new);
         }
     }
 }

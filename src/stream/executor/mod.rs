@@ -15,6 +15,7 @@ pub mod hop_window;
 pub mod materialize;
 pub mod over_window;
 pub mod project;
+pub mod semi_join;
 pub mod stream_scan;
 pub mod top_n;
 pub mod union;

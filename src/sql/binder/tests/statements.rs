@@ -123,9 +123,46 @@ fn ebbflow_statements() {
 }
 
 #[test]
+fn exists_and_in_bind_as_semi_and_anti_joins() {
+    let (plan, _) = query("SELECT a FROM t WHERE a IN (SELECT a FROM u) AND b = 'x'");
+    assert!(
+        shape(&plan).contains("Join LeftSemi on=[(0, 0)]\n"),
+        "{}",
+        shape(&plan)
+    );
+    // Correlated by equality: a hash key; by another comparison: the
+    // condition. `NOT (EXISTS …)` is NOT EXISTS.
+    let (plan, _) = query(
+        "SELECT a FROM t WHERE NOT (EXISTS (SELECT 1 FROM u WHERE k = t.c AND u.x > t.a AND u.a > 0))",
+    );
+    let s = shape(&plan);
+    assert!(s.contains("Join LeftAnti on=[(2, 0)] cond"), "{s}");
+    assert!(s.contains("Filter"), "{s}");
+    // NOT IN: an anti join on `(x = v) IS NOT FALSE`, no key.
+    let (plan, names) = query("SELECT a, b FROM t WHERE a NOT IN (SELECT a FROM u)");
+    assert_eq!(names, ["a", "b"]);
+    assert!(
+        shape(&plan).contains("Join LeftAnti on=[] cond"),
+        "{}",
+        shape(&plan)
+    );
+    err("SELECT a FROM t WHERE a IN (SELECT a, x FROM u)", "42601");
+    err("SELECT a FROM t WHERE a IN (SELECT nope FROM u)", "42703");
+    err(
+        "SELECT a FROM t WHERE a IN (SELECT a FROM u WHERE u.a = t.nope)",
+        "42703",
+    );
+    err("SELECT a FROM t WHERE a IN (SELECT b FROM u)", "0A000");
+    err("SELECT a FROM t WHERE b IN (SELECT a FROM u)", "42883");
+}
+
+#[test]
 fn unsupported_features() {
     for sql in [
-        "SELECT a FROM t WHERE a IN (SELECT a FROM u)",
+        "SELECT a FROM t WHERE a IN (SELECT a FROM u) OR b = 'x'",
+        "SELECT a IN (SELECT a FROM u) FROM t",
+        "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a GROUP BY u.a)",
+        "SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a OR u.k = t.c)",
         "SELECT (SELECT max(u.a) FROM u WHERE u.a = t.a) FROM t",
         "SELECT EXISTS (SELECT 1)",
         "SELECT sum(a) OVER (ORDER BY a GROUPS 1 PRECEDING) FROM t",
