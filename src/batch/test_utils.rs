@@ -41,6 +41,7 @@ impl MockSource {
             definition: None,
             with_options: BTreeMap::new(),
             append_only: false,
+            on_conflict: Default::default(),
         };
         self.tables
             .insert(name.to_string(), (Arc::new(desc), parse_rows(rows, types)));

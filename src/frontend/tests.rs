@@ -36,6 +36,7 @@ async fn create_table(meta: &Meta, name: &str, cols: &[&str], pk: Vec<usize>) ->
         BTreeMap::new(),
         Parallelism::Adaptive,
         false,
+        Default::default(),
     )
     .await
     .unwrap();
@@ -295,6 +296,7 @@ async fn datagen_feeds_a_table_exactly_once() {
         opts,
         Parallelism::Adaptive,
         false,
+        Default::default(),
     )
     .await
     .unwrap();

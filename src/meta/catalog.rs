@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::common::{DataType, Field};
+use crate::stream::executor::materialize::OnConflict;
 
 /// Id of a table, MV, system relation or internal state table.
 pub type TableId = u32;
@@ -87,6 +88,10 @@ pub struct RelationDesc {
     /// and DELETE are refused), so nothing looks a row up by its key.
     #[serde(default)]
     pub append_only: bool,
+    /// `CREATE TABLE … ON CONFLICT …`: what an insert on an existing
+    /// primary key does (tables with a declared key only).
+    #[serde(default)]
+    pub on_conflict: OnConflict,
 }
 
 impl RelationDesc {

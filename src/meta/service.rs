@@ -686,5 +686,6 @@ pub fn relation_desc(
         definition,
         with_options,
         append_only: false,
+        on_conflict: Default::default(),
     }
 }

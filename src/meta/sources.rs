@@ -38,6 +38,7 @@ impl Meta {
                 definition: None,
                 with_options,
                 append_only: true,
+                on_conflict: Default::default(),
             };
             st.relations.insert(
                 id,

@@ -269,6 +269,7 @@ pub(crate) fn system_desc(id: u32, name: &str, cols: &[Col]) -> Arc<RelationDesc
         definition: None,
         with_options: BTreeMap::new(),
         append_only: false,
+        on_conflict: Default::default(),
     })
 }
 

@@ -138,6 +138,7 @@ fn insert_view(
         definition: Some(definition),
         with_options: BTreeMap::new(),
         append_only: false,
+        on_conflict: Default::default(),
     };
     st.relations.insert(
         id,

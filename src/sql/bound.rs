@@ -7,6 +7,7 @@ use crate::common::{DataType, Datum};
 use crate::expr::Expr;
 use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use crate::planner::logical::LogicalPlan;
+use crate::stream::executor::materialize::OnConflict;
 
 /// A parallelism a user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,8 @@ pub enum BoundStatement {
         if_not_exists: bool,
         /// `APPEND ONLY`: no primary key, UPDATE and DELETE refused.
         append_only: bool,
+        /// `ON CONFLICT …` (a declared primary key is required).
+        on_conflict: OnConflict,
     },
     /// `CREATE SOURCE`: columns and connector options (checked by the
     /// connector when the source is created).

@@ -14,6 +14,7 @@ use crate::meta::Meta;
 use crate::planner::logical::LogicalPlan;
 use crate::planner::stream::{plan_table, StreamPlanner};
 use crate::sql::bound::ParallelismTarget;
+use crate::stream::executor::materialize::OnConflict;
 use crate::stream::source::{connector_from_options, Connector, SplitSourceDesc};
 
 /// The existing relations' layout, copied so planning holds no lock.
@@ -40,6 +41,7 @@ pub(crate) async fn create_table_job(
     with_options: BTreeMap<String, String>,
     parallelism: Parallelism,
     append_only: bool,
+    on_conflict: OnConflict,
 ) -> FResult<()> {
     let (columns, pk, user_pk) = table_columns(columns, pk);
     let id = meta.alloc_table_id();
@@ -54,7 +56,7 @@ pub(crate) async fn create_table_job(
         }
         (c, meta.alloc_table_id())
     });
-    let graph = plan_table(id, &columns, &pk, user_pk, connector);
+    let graph = plan_table(id, &columns, &pk, user_pk, on_conflict, connector);
     let mut desc = relation_desc(
         id,
         name,
@@ -66,6 +68,7 @@ pub(crate) async fn create_table_job(
         with_options,
     );
     desc.append_only = append_only;
+    desc.on_conflict = on_conflict;
     meta.create_job(desc, graph, parallelism).await?;
     Ok(())
 }
@@ -175,6 +178,7 @@ impl LocalSession {
         pk: Vec<usize>,
         with_options: BTreeMap<String, String>,
         append_only: bool,
+        on_conflict: OnConflict,
     ) -> FResult<()> {
         let parallelism = self.parallelism_for(&with_options)?;
         create_table_job(
@@ -185,6 +189,7 @@ impl LocalSession {
             with_options,
             parallelism,
             append_only,
+            on_conflict,
         )
         .await
     }

@@ -352,9 +352,10 @@ impl LocalSession {
                 with_options,
                 if_not_exists,
                 append_only,
+                on_conflict,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    self.create_table(name, columns, pk, with_options, append_only)
+                    self.create_table(name, columns, pk, with_options, append_only, on_conflict)
                         .await?;
                 }
                 Ok(command("CREATE TABLE"))

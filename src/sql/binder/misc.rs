@@ -222,6 +222,9 @@ impl Binder<'_> {
             Statement::ShowCluster => BoundStatement::ShowCluster,
             Statement::CreateSource(ct) => return self.bind_create_source(ct),
             Statement::CreateAppendOnlyTable(ct) => return self.bind_create_append_only_table(ct),
+            Statement::CreateTableOnConflict(ct, on_conflict) => {
+                return self.bind_create_table_on_conflict(ct, *on_conflict)
+            }
             Statement::DropSource {
                 name,
                 if_exists,

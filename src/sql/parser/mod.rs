@@ -68,6 +68,11 @@ pub enum Statement {
     CreateSource(Box<sqlparser::ast::CreateTable>),
     /// `CREATE TABLE … APPEND ONLY [WITH (…)]`.
     CreateAppendOnlyTable(Box<sqlparser::ast::CreateTable>),
+    /// `CREATE TABLE … ON CONFLICT … [WITH (…)]`.
+    CreateTableOnConflict(
+        Box<sqlparser::ast::CreateTable>,
+        crate::stream::executor::materialize::OnConflict,
+    ),
     /// `DROP SOURCE [IF EXISTS] name [CASCADE | RESTRICT]`
     DropSource {
         name: String,

@@ -12,6 +12,7 @@ fn ddl_create_table() {
             with_options,
             if_not_exists,
             append_only: false,
+            ..
         } => {
             assert_eq!(name, "foo");
             assert!(if_not_exists);

@@ -38,6 +38,7 @@ fn rel(
         definition: None,
         with_options: BTreeMap::new(),
         append_only: false,
+        on_conflict: Default::default(),
     })
 }
 
