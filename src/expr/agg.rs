@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 use super::arith::{decimal_div, interval_div};
 use super::cast::{int_out_of_range, numeric_overflow};
 use super::{ExprError, ExprResult};
-use crate::common::{DataType, Datum, Interval, Row, ScalarValue, F64};
+use crate::common::{DataType, Datum, Interval, Numeric, Row, ScalarValue, F64};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum AggKind {
@@ -174,9 +174,12 @@ enum SumState {
     Int(i128),
     /// numeric, with how many current inputs have each scale: the result
     /// keeps the largest scale among the current inputs, as in PostgreSQL.
+    /// `specials` counts the current `NaN`, `Infinity` and `-Infinity`
+    /// inputs (kept out of `sum`), so retracting them is exact too.
     Decimal {
         sum: Decimal,
         scales: BTreeMap<u32, i64>,
+        specials: [i64; 3],
     },
     /// real/double precision: finite values summed, specials counted.
     Float {
@@ -199,6 +202,7 @@ impl SumState {
             DataType::Decimal => SumState::Decimal {
                 sum: Decimal::ZERO,
                 scales: BTreeMap::new(),
+                specials: [0; 3],
             },
             DataType::Float32 | DataType::Float64 => SumState::Float {
                 sum: 0.0,
@@ -259,11 +263,11 @@ impl SumAvg {
 fn int_total(sum: i128, n: i64, avg: bool, return_type: DataType) -> ExprResult<ScalarValue> {
     let numeric = || Decimal::try_from_i128_with_scale(sum, 0).map_err(|_| numeric_overflow());
     Ok(if avg {
-        ScalarValue::Decimal(decimal_div(numeric()?, Decimal::from(n))?)
+        ScalarValue::decimal(decimal_div(numeric()?, Decimal::from(n))?)
     } else if return_type == DataType::Int64 {
         ScalarValue::Int64(i64::try_from(sum).map_err(|_| int_out_of_range(DataType::Int64))?)
     } else {
-        ScalarValue::Decimal(numeric()?)
+        ScalarValue::decimal(numeric()?)
     })
 }
 
@@ -277,9 +281,31 @@ impl Accumulator for SumAvg {
             SumState::Int(sum) => {
                 *sum += v.as_i64().ok_or_else(|| wrong_type(v))? as i128 * sign as i128;
             }
-            SumState::Decimal { sum, scales } => {
-                let ScalarValue::Decimal(d) = v else {
+            SumState::Decimal {
+                sum,
+                scales,
+                specials,
+            } => {
+                let ScalarValue::Decimal(n) = v else {
                     return Err(wrong_type(v));
+                };
+                let d = match n {
+                    Numeric::Finite(d) => d,
+                    Numeric::NaN => {
+                        specials[0] += sign;
+                        self.count += sign;
+                        return Ok(());
+                    }
+                    Numeric::PosInf => {
+                        specials[1] += sign;
+                        self.count += sign;
+                        return Ok(());
+                    }
+                    Numeric::NegInf => {
+                        specials[2] += sign;
+                        self.count += sign;
+                        return Ok(());
+                    }
                 };
                 *sum = if insert {
                     sum.checked_add(*d)
@@ -340,12 +366,25 @@ impl Accumulator for SumAvg {
         let n = self.count;
         Ok(Some(match &self.state {
             SumState::Int(sum) => int_total(*sum, n, self.avg, self.return_type)?,
-            SumState::Decimal { sum, scales } => {
-                let total = Self::decimal_total(*sum, scales);
-                if self.avg {
-                    ScalarValue::Decimal(decimal_div(total, Decimal::from(n))?)
+            SumState::Decimal {
+                sum,
+                scales,
+                specials: [nan, pos_inf, neg_inf],
+            } => {
+                // PostgreSQL's numeric_avg/sum: NaN wins, then the infinities.
+                if *nan > 0 || (*pos_inf > 0 && *neg_inf > 0) {
+                    ScalarValue::Decimal(Numeric::NaN)
+                } else if *pos_inf > 0 {
+                    ScalarValue::Decimal(Numeric::PosInf)
+                } else if *neg_inf > 0 {
+                    ScalarValue::Decimal(Numeric::NegInf)
                 } else {
-                    ScalarValue::Decimal(total)
+                    let total = Self::decimal_total(*sum, scales);
+                    if self.avg {
+                        ScalarValue::decimal(decimal_div(total, Decimal::from(n))?)
+                    } else {
+                        ScalarValue::decimal(total)
+                    }
                 }
             }
             SumState::Float {
@@ -395,10 +434,19 @@ impl Accumulator for SumAvg {
         let mut row = vec![Some(ScalarValue::Int64(self.count))];
         match &self.state {
             SumState::Int(sum) => row.extend(split_i128(*sum)),
-            SumState::Decimal { sum, scales } => {
-                row.push(Some(ScalarValue::Decimal(*sum)));
+            SumState::Decimal {
+                sum,
+                scales,
+                specials,
+            } => {
+                row.push(Some(ScalarValue::decimal(*sum)));
                 for (s, n) in scales.iter().filter(|(_, n)| **n != 0) {
                     row.push(Some(ScalarValue::Int64(*s as i64)));
+                    row.push(Some(ScalarValue::Int64(*n)));
+                }
+                // The special counts as pairs under "scales" -1, -2, -3.
+                for (i, n) in specials.iter().enumerate().filter(|(_, n)| **n != 0) {
+                    row.push(Some(ScalarValue::Int64(-1 - i as i64)));
                     row.push(Some(ScalarValue::Int64(*n)));
                 }
             }
@@ -431,16 +479,27 @@ impl Accumulator for SumAvg {
         self.count = get_i64(state, 0)?;
         match &mut self.state {
             SumState::Int(sum) => *sum = join_i128(state, 1)?,
-            SumState::Decimal { sum, scales } => {
+            SumState::Decimal {
+                sum,
+                scales,
+                specials,
+            } => {
                 *sum = match state.get(1) {
-                    Some(Some(ScalarValue::Decimal(d))) => *d,
+                    Some(Some(ScalarValue::Decimal(Numeric::Finite(d)))) => *d,
                     _ => return Err(corrupt()),
                 };
                 scales.clear();
+                *specials = [0; 3];
                 let mut i = 2;
                 while i < state.len() {
-                    let s = u32::try_from(get_i64(state, i)?).map_err(|_| corrupt())?;
-                    scales.insert(s, get_i64(state, i + 1)?);
+                    let s = get_i64(state, i)?;
+                    let n = get_i64(state, i + 1)?;
+                    match s {
+                        -3..=-1 => specials[(-1 - s) as usize] = n,
+                        _ => {
+                            scales.insert(u32::try_from(s).map_err(|_| corrupt())?, n);
+                        }
+                    }
                     i += 2;
                 }
             }

@@ -16,7 +16,7 @@ use super::cast::{cast_value, int_out_of_range};
 use super::func::Func;
 use super::string::{self, TrimSide};
 use super::{Expr, ExprError, ExprResult};
-use crate::common::{DataType, Datum, Row, ScalarValue, F64};
+use crate::common::{DataType, Datum, Numeric, Row, ScalarValue, F64};
 
 impl Expr {
     /// Evaluate over one input row.
@@ -307,7 +307,7 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
         },
         Func::Extract => {
             let unit = as_str(v(0)?)?;
-            Ok(Some(ScalarValue::Decimal(match v(1)? {
+            Ok(Some(ScalarValue::decimal(match v(1)? {
                 ScalarValue::Timestamp(t) => super::datetime::extract_timestamp(unit, *t)?,
                 ScalarValue::Date(d) => super::datetime::extract_date(unit, *d)?,
                 other => return Err(internal(format!("extract from {}", other.data_type()))),
@@ -412,7 +412,9 @@ fn abs(x: &ScalarValue) -> ExprResult<ScalarValue> {
         ),
         S::Float32(v) => S::Float32(F64(v.0.abs())),
         S::Float64(v) => S::float64(v.0.abs()),
-        S::Decimal(d) => S::Decimal(d.abs()),
+        S::Decimal(Numeric::Finite(d)) => S::decimal(d.abs()),
+        S::Decimal(Numeric::NegInf) => S::Decimal(Numeric::PosInf),
+        S::Decimal(special) => S::Decimal(*special),
         other => return Err(internal(format!("abs of {}", other.data_type()))),
     })
 }
@@ -446,9 +448,15 @@ fn round_decimal(d: Decimal, s: i32) -> Decimal {
 fn round_like(func: Func, x: &ScalarValue, digits: Option<i32>) -> ExprResult<ScalarValue> {
     use ScalarValue as S;
     Ok(match (func, x) {
-        (Func::Round, S::Decimal(d)) => S::Decimal(round_decimal(*d, digits.unwrap_or(0))),
-        (Func::Ceil, S::Decimal(d)) => S::Decimal(normalize_zero(d.ceil())),
-        (Func::Floor, S::Decimal(d)) => S::Decimal(normalize_zero(d.floor())),
+        // NaN and the infinities round to themselves.
+        (Func::Round | Func::Ceil | Func::Floor, S::Decimal(n)) if n.finite().is_none() => {
+            S::Decimal(*n)
+        }
+        (Func::Round, S::Decimal(Numeric::Finite(d))) => {
+            S::decimal(round_decimal(*d, digits.unwrap_or(0)))
+        }
+        (Func::Ceil, S::Decimal(Numeric::Finite(d))) => S::decimal(normalize_zero(d.ceil())),
+        (Func::Floor, S::Decimal(Numeric::Finite(d))) => S::decimal(normalize_zero(d.floor())),
         (Func::Round, S::Float64(f)) => S::float64(f.0.round_ties_even()),
         (Func::Ceil, S::Float64(f)) => S::float64(f.0.ceil()),
         (Func::Floor, S::Float64(f)) => S::float64(f.0.floor()),
