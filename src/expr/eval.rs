@@ -168,6 +168,10 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
                 same == (func == Func::IsNotDistinctFrom),
             )));
         }
+        Func::StringAggInput => {
+            let vals = eval_args(args, row)?;
+            return super::agg::pack_string_agg_input(&vals);
+        }
         Func::ConcatFn | Func::ConcatWs => {
             let vals = eval_args(args, row)?;
             let (sep, parts) = match func {
@@ -263,6 +267,7 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::ConcatFn
             | Func::ConcatWs
             | Func::NullIf
+            | Func::StringAggInput
     )
 }
 
@@ -375,6 +380,11 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             as_str(v(1)?)?,
             as_str(v(2)?)?,
         )),
+        Func::SplitPart => text(string::split_part(
+            as_str(v(0)?)?,
+            as_str(v(1)?)?,
+            as_i32(v(2)?)?,
+        )?),
         Func::Position => Ok(Some(ScalarValue::Int32(string::position(
             as_str(v(0)?)?,
             as_str(v(1)?)?,

@@ -55,6 +55,34 @@ pub fn replace(s: &str, from: &str, to: &str) -> String {
     }
 }
 
+/// PostgreSQL's `split_part(s, delimiter, n)`: the `n`th field (from the
+/// end when negative), `''` past the last; `n = 0` is 22023.
+pub fn split_part(s: &str, delimiter: &str, n: i32) -> ExprResult<String> {
+    if n == 0 {
+        return Err(ExprError::new("22023", "field position must not be zero"));
+    }
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    if delimiter.is_empty() {
+        // The whole string is the one field.
+        return Ok(if n == 1 || n == -1 {
+            s.to_string()
+        } else {
+            String::new()
+        });
+    }
+    let fields: Vec<&str> = s.split(delimiter).collect();
+    let index = if n > 0 {
+        usize::try_from(n - 1).ok()
+    } else {
+        fields.len().checked_sub(n.unsigned_abs() as usize)
+    };
+    Ok(index
+        .and_then(|i| fields.get(i))
+        .map_or(String::new(), |f| f.to_string()))
+}
+
 /// `POSITION(sub IN s)`: 1-based character position, 0 when absent.
 pub fn position(sub: &str, s: &str) -> i32 {
     match s.find(sub) {
