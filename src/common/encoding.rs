@@ -496,8 +496,18 @@ mod tests {
         let encs: Vec<_> = vals.iter().cloned().map(enc).collect();
         assert!(encs.windows(2).all(|w| w[0] < w[1]));
         let ds: Vec<Numeric> = [
-            "-Infinity", "-100.5", "-2", "-1.99", "0", "0.001", "1", "1.5", "10", "99.9",
-            "Infinity", "NaN",
+            "-Infinity",
+            "-100.5",
+            "-2",
+            "-1.99",
+            "0",
+            "0.001",
+            "1",
+            "1.5",
+            "10",
+            "99.9",
+            "Infinity",
+            "NaN",
         ]
         .iter()
         .map(|s| crate::common::text::parse_numeric(s).unwrap())

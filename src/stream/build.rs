@@ -308,16 +308,16 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             on_conflict,
         } => Box::new(
             MaterializeExecutor::new(
-            if *handle_conflicts {
-                table.build(store, vnodes)
-            } else {
-                // An MV reads nothing back: its writes are logged.
-                table.build(store, vnodes).log_writes()
-            },
-            pk.clone(),
-            dist_key.clone(),
-            *handle_conflicts,
-            *inserts_are_new,
+                if *handle_conflicts {
+                    table.build(store, vnodes)
+                } else {
+                    // An MV reads nothing back: its writes are logged.
+                    table.build(store, vnodes).log_writes()
+                },
+                pk.clone(),
+                dist_key.clone(),
+                *handle_conflicts,
+                *inserts_are_new,
             )
             .with_on_conflict(*on_conflict),
         ),

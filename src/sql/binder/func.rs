@@ -342,7 +342,10 @@ impl Binder<'_> {
         else {
             return Err(SqlError::new(
                 "42883",
-                format!("function string_agg with {} arguments does not exist", args.len()),
+                format!(
+                    "function string_agg with {} arguments does not exist",
+                    args.len()
+                ),
             ));
         };
         let mut text = |e: &ast::Expr| -> SqlResult<Expr> {

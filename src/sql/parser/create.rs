@@ -213,13 +213,22 @@ mod tests {
             Statement::Sql(_)
         ));
         for (sql, want) in [
-            ("CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT IGNORE", OnConflict::Ignore),
-            ("CREATE TABLE t (a int PRIMARY KEY) on conflict do nothing", OnConflict::Ignore),
+            (
+                "CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT IGNORE",
+                OnConflict::Ignore,
+            ),
+            (
+                "CREATE TABLE t (a int PRIMARY KEY) on conflict do nothing",
+                OnConflict::Ignore,
+            ),
             (
                 "CREATE TABLE t (a int, PRIMARY KEY (a)) ON CONFLICT OVERWRITE WITH (x = 1)",
                 OnConflict::Overwrite,
             ),
-            ("CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT DO UPDATE FULL", OnConflict::Overwrite),
+            (
+                "CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT DO UPDATE FULL",
+                OnConflict::Overwrite,
+            ),
             (
                 "CREATE TABLE t (a int PRIMARY KEY, b int) ON CONFLICT DO UPDATE IF NOT NULL",
                 OnConflict::DoUpdateIfNotNull,
