@@ -33,6 +33,7 @@ fn plan_mv(meta: &Arc<Meta>, plan: &LogicalPlan, names: &[String], id: u32) -> F
 
 /// Creates a table (and its `datagen` source, if `WITH (connector =
 /// 'datagen')`) as a streaming job. Runtime tests create tables with it too.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn create_table_job(
     meta: &Meta,
     name: String,
