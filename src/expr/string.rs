@@ -296,3 +296,24 @@ const RESERVED: &[&str] = &[
     "window",
     "with",
 ];
+
+#[cfg(test)]
+mod split_part_tests {
+    use super::split_part;
+
+    /// Expected values from PostgreSQL 15.
+    #[test]
+    fn fields_from_either_end() {
+        let f = |s, d, n| split_part(s, d, n).expect("split_part");
+        assert_eq!(f("a/b/c", "/", 2), "b");
+        assert_eq!(f("a/b/c", "/", 4), "");
+        assert_eq!(f("a/b/c", "/", -1), "c");
+        assert_eq!(f("a/b/c", "/", -4), "");
+        assert_eq!(f("a//b", "/", 2), "");
+        assert_eq!(f("abc", "", 1), "abc");
+        assert_eq!(f("abc", "", -2), "");
+        assert_eq!(f("", "/", 1), "");
+        assert_eq!(f("é~~ü", "~~", -1), "ü");
+        assert_eq!(split_part("a", "/", 0).map_err(|e| e.code), Err("22023"));
+    }
+}

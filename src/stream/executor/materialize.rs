@@ -216,3 +216,38 @@ impl Executor for MaterializeExecutor {
         self.table.update_vnodes(new.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::OnConflict;
+    use crate::common::{Row, ScalarValue};
+
+    fn row(k: i32, v: Option<i32>, w: Option<&str>) -> Row {
+        vec![
+            Some(ScalarValue::Int32(k)),
+            v.map(ScalarValue::Int32),
+            w.map(ScalarValue::varchar),
+        ]
+    }
+
+    #[test]
+    fn conflicts_resolve_by_behaviour() {
+        let old = row(1, Some(10), Some("a"));
+        let new = row(1, Some(11), None);
+        assert_eq!(
+            OnConflict::Overwrite.resolve(&old, new.clone()),
+            Some(new.clone())
+        );
+        assert_eq!(OnConflict::Ignore.resolve(&old, new.clone()), None);
+        assert_eq!(
+            OnConflict::DoUpdateIfNotNull.resolve(&old, new),
+            Some(row(1, Some(11), Some("a")))
+        );
+        // Nothing changes: nothing to emit.
+        assert_eq!(
+            OnConflict::DoUpdateIfNotNull.resolve(&old, row(1, None, Some("a"))),
+            None
+        );
+        assert_eq!(OnConflict::Overwrite.resolve(&old, old.clone()), None);
+    }
+}
