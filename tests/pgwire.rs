@@ -77,7 +77,7 @@ fn every_type_row() -> (Vec<(&'static str, DataType)>, Vec<Datum>) {
         Some(ScalarValue::Int64(1 << 40)),
         Some(ScalarValue::float32(1.5)),
         Some(ScalarValue::float64(-2.25)),
-        Some(ScalarValue::Decimal(
+        Some(ScalarValue::decimal(
             Decimal::from_str("12345.678").unwrap(),
         )),
         Some(ScalarValue::varchar("héllo")),

@@ -42,6 +42,7 @@ impl MockSource {
             with_options: BTreeMap::new(),
             append_only: false,
             watermark: None,
+            on_conflict: Default::default(),
         };
         self.tables
             .insert(name.to_string(), (Arc::new(desc), parse_rows(rows, types)));

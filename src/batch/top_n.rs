@@ -242,7 +242,7 @@ mod tests {
                 let text = (h % 11 != 0)
                     .then(|| V::varchar(["", "a", "ab", "b", "abcdefghij"][(h % 5) as usize]));
                 let dec = (h % 3 != 0).then(|| {
-                    V::Decimal(rust_decimal::Decimal::new(
+                    V::decimal(rust_decimal::Decimal::new(
                         (h % 4) as i64 * 10,
                         (h % 2) as u32,
                     ))

@@ -29,9 +29,8 @@ use arrow_array::{
 };
 use arrow_buffer::NullBuffer;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
-use rust_decimal::Decimal;
 
-use super::types::{DataType, Datum, Interval, ScalarValue, F64};
+use super::types::{DataType, Datum, Interval, Numeric, ScalarValue, F64};
 
 /// A borrowed non-null value: a [`ScalarValue`] whose text is not copied.
 /// Equality, order and hash agree with [`ScalarValue`]'s.
@@ -42,7 +41,7 @@ pub enum ScalarRef<'a> {
     Int64(i64),
     Float32(F64),
     Float64(F64),
-    Decimal(Decimal),
+    Decimal(Numeric),
     Varchar(&'a str),
     Boolean(bool),
     Date(NaiveDate),
@@ -138,10 +137,10 @@ fn interval_from_bytes(b: &[u8]) -> Interval {
     }
 }
 
-fn decimal_from_bytes(b: &[u8]) -> Decimal {
+fn decimal_from_bytes(b: &[u8]) -> Numeric {
     let mut a = [0u8; 16];
     a.copy_from_slice(&b[..16]);
-    Decimal::deserialize(a)
+    Numeric::from_bytes(a)
 }
 
 /// One column of a chunk.
@@ -403,7 +402,7 @@ impl ColumnBuilder {
             (Builder::Float64(b), ScalarRef::Float64(x)) => b.append_value(x.0),
             (Builder::Decimal(b), ScalarRef::Decimal(x)) => {
                 // Width 16 is the builder's: appending 16 bytes cannot fail.
-                let _ = b.append_value(x.serialize());
+                let _ = b.append_value(x.to_bytes());
             }
             (Builder::Varchar(b), ScalarRef::Varchar(x)) => b.append_value(x),
             (Builder::Boolean(b), ScalarRef::Boolean(x)) => b.append_value(x),
@@ -477,7 +476,8 @@ mod tests {
             ScalarValue::Int64(i64::MAX),
             ScalarValue::Float32(F64(1.5)),
             ScalarValue::Float64(F64(f64::NAN)),
-            ScalarValue::Decimal(Decimal::new(-12345, 3)),
+            ScalarValue::decimal(rust_decimal::Decimal::new(-12345, 3)),
+            ScalarValue::Decimal(Numeric::PosInf),
             ScalarValue::varchar("héllo"),
             ScalarValue::Boolean(true),
             ScalarValue::Date(NaiveDate::from_ymd_opt(-4000, 2, 29).unwrap_or_default()),

@@ -9,10 +9,9 @@
 
 use arrow_array::Array;
 use chrono::{NaiveDate, NaiveDateTime};
-use rust_decimal::Decimal;
 
 use super::column::{datum_ref, Column, DatumRef, ScalarRef};
-use super::types::{DataType, Datum, Interval, Row, ScalarValue, F64};
+use super::types::{DataType, Datum, Interval, Numeric, Row, ScalarValue, F64};
 
 /// Number of virtual nodes; see DESIGN §3.
 pub const VNODE_COUNT: usize = 256;
@@ -131,13 +130,27 @@ fn encode_bytes(buf: &mut Vec<u8>, s: &[u8]) {
     }
 }
 
-/// Decimals: sign class, then (for non-zero) the decimal exponent of the
-/// leading digit and the digits, all flipped for negatives. The exact
-/// mantissa and scale follow so the value round-trips with its scale.
-fn encode_decimal(buf: &mut Vec<u8>, d: &Decimal) {
+/// Numerics: a class in PostgreSQL's order (`-Infinity` 0, negative 1,
+/// zero 2, positive 3, `Infinity` 4, `NaN` 5), then for non-zero numbers
+/// the decimal exponent of the leading digit and the digits, all flipped
+/// for negatives. The exact value ([`Numeric::to_bytes`]: mantissa and
+/// scale) follows so it round-trips with its scale.
+fn encode_decimal(buf: &mut Vec<u8>, v: &Numeric) {
+    let d = match v {
+        Numeric::Finite(d) => d,
+        special => {
+            buf.push(match special {
+                Numeric::NegInf => 0,
+                Numeric::PosInf => 4,
+                _ => 5,
+            });
+            buf.extend_from_slice(&special.to_bytes());
+            return;
+        }
+    };
     let n = d.normalize();
     if n.is_zero() {
-        buf.push(1);
+        buf.push(2);
     } else {
         let neg = n.is_sign_negative();
         let digits = n.mantissa().unsigned_abs().to_string();
@@ -148,10 +161,10 @@ fn encode_decimal(buf: &mut Vec<u8>, d: &Decimal) {
         body.extend(digits.trim_end_matches('0').bytes().map(|b| b - b'0' + 1));
         body.push(0);
         if neg {
-            buf.push(0);
+            buf.push(1);
             body.iter_mut().for_each(|b| *b = !*b);
         } else {
-            buf.push(2);
+            buf.push(3);
         }
         buf.extend_from_slice(&body);
     }
@@ -234,19 +247,19 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
         DataType::Float64 => ScalarValue::Float64(decode_f64(r)?),
         DataType::Decimal => {
             let class = r.byte()?;
-            if class != 1 {
+            if class == 1 || class == 3 {
                 // skip the order-preserving exponent and digits
                 let _exp: [u8; 4] = r.take()?;
                 loop {
                     let b = r.byte()?;
-                    let b = if class == 0 { !b } else { b };
+                    let b = if class == 1 { !b } else { b };
                     if b == 0 {
                         break;
                     }
                 }
             }
             let raw: [u8; 16] = r.take()?;
-            ScalarValue::Decimal(Decimal::deserialize(raw))
+            ScalarValue::Decimal(Numeric::from_bytes(raw))
         }
         DataType::Varchar => {
             let mut bytes = Vec::new();
@@ -489,12 +502,24 @@ mod tests {
         ];
         let encs: Vec<_> = vals.iter().cloned().map(enc).collect();
         assert!(encs.windows(2).all(|w| w[0] < w[1]));
-        let ds: Vec<Decimal> = [
-            "-100.5", "-2", "-1.99", "0", "0.001", "1", "1.5", "10", "99.9",
+        let ds: Vec<Numeric> = [
+            "-Infinity",
+            "-100.5",
+            "-2",
+            "-1.99",
+            "0",
+            "0.001",
+            "1",
+            "1.5",
+            "10",
+            "99.9",
+            "Infinity",
+            "NaN",
         ]
         .iter()
-        .map(|s| s.parse().unwrap())
+        .map(|s| crate::common::text::parse_numeric(s).unwrap())
         .collect();
+        assert!(ds.windows(2).all(|w| w[0] < w[1]), "{ds:?}");
         let encs: Vec<_> = ds
             .iter()
             .map(|d| enc(Some(ScalarValue::Decimal(*d))))
@@ -526,17 +551,21 @@ mod tests {
             DataType::Boolean,
             DataType::Interval,
             DataType::Decimal,
+            DataType::Decimal,
+            DataType::Decimal,
         ];
         let row: Row = vec![
             Some(ScalarValue::Int16(-3)),
             None,
             Some(ScalarValue::Int64(i64::MIN)),
             Some(ScalarValue::float64(-2.5)),
-            Some(ScalarValue::Decimal("-12.3400".parse().unwrap())),
+            Some(ScalarValue::decimal("-12.3400".parse().unwrap())),
             Some(ScalarValue::varchar("hello, world!")),
             Some(ScalarValue::Boolean(true)),
             Some(ScalarValue::Interval(Interval::new(1, -2, 3))),
-            Some(ScalarValue::Decimal("100".parse().unwrap())),
+            Some(ScalarValue::decimal("100".parse().unwrap())),
+            Some(ScalarValue::Decimal(Numeric::NaN)),
+            Some(ScalarValue::Decimal(Numeric::NegInf)),
         ];
         for desc in [false, true] {
             let dirs = vec![desc; types.len()];
@@ -544,8 +573,10 @@ mod tests {
             encode_key_ordered(&mut buf, &row, &dirs);
             let back = decode_row(&buf, &types, &dirs).unwrap();
             assert_eq!(back, row);
-            if let (Some(ScalarValue::Decimal(a)), Some(ScalarValue::Decimal(b))) =
-                (&back[4], &row[4])
+            if let (
+                Some(ScalarValue::Decimal(Numeric::Finite(a))),
+                Some(ScalarValue::Decimal(Numeric::Finite(b))),
+            ) = (&back[4], &row[4])
             {
                 assert_eq!(a.scale(), b.scale());
             }
@@ -637,7 +668,7 @@ mod tagged_tests {
             Some(ScalarValue::Int32(5)),
             None,
             Some(ScalarValue::varchar("abcdefghijk")),
-            Some(ScalarValue::Decimal("3.140".parse().unwrap())),
+            Some(ScalarValue::decimal("3.140".parse().unwrap())),
         ];
         let mut buf = Vec::new();
         encode_row_tagged(&mut buf, &row);

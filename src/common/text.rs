@@ -9,7 +9,7 @@
 //! input functions accept for these types.
 //!
 //! Known differences from PostgreSQL (the value model cannot hold them):
-//! numeric `NaN`/`Infinity` and date/timestamp `infinity` are rejected;
+//! date/timestamp `infinity` are rejected;
 //! numeric keeps at most 28 fractional digits and 28-29 significant digits
 //! (rust_decimal), longer inputs are rounded or rejected as out of range.
 
@@ -18,7 +18,7 @@ mod interval;
 
 use rust_decimal::Decimal;
 
-use super::types::{DataType, ScalarValue};
+use super::types::{DataType, Numeric, ScalarValue};
 
 pub use datetime::{format_date, format_timestamp};
 pub use interval::format_interval;
@@ -65,12 +65,23 @@ pub fn format_datum(v: &ScalarValue) -> String {
         ScalarValue::Int64(x) => x.to_string(),
         ScalarValue::Float32(x) => format_float(x.0, true),
         ScalarValue::Float64(x) => format_float(x.0, false),
-        ScalarValue::Decimal(x) => format_decimal(x),
+        ScalarValue::Decimal(x) => format_numeric(x),
         ScalarValue::Varchar(s) => s.to_string(),
         ScalarValue::Boolean(b) => if *b { "t" } else { "f" }.to_string(),
         ScalarValue::Date(d) => format_date(d),
         ScalarValue::Timestamp(t) => format_timestamp(t),
         ScalarValue::Interval(i) => format_interval(i),
+    }
+}
+
+/// A numeric as PostgreSQL prints it: `NaN`, `Infinity`, `-Infinity` or
+/// the number with its scale.
+pub fn format_numeric(x: &Numeric) -> String {
+    match x {
+        Numeric::Finite(d) => format_decimal(d),
+        Numeric::NaN => "NaN".into(),
+        Numeric::PosInf => "Infinity".into(),
+        Numeric::NegInf => "-Infinity".into(),
     }
 }
 
@@ -270,7 +281,7 @@ pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
         DataType::Int64 => ScalarValue::Int64(parse_int(ty, s)?),
         DataType::Float32 => ScalarValue::Float32(super::F64(parse_float(ty, s)?)),
         DataType::Float64 => ScalarValue::float64(parse_float(ty, s)?),
-        DataType::Decimal => ScalarValue::Decimal(parse_decimal(s)?),
+        DataType::Decimal => ScalarValue::Decimal(parse_numeric(s)?),
         DataType::Varchar => ScalarValue::varchar(s),
         DataType::Boolean => ScalarValue::Boolean(parse_bool(s)?),
         DataType::Date => ScalarValue::Date(datetime::parse_date(s)?),
@@ -345,6 +356,18 @@ fn parse_float(ty: DataType, s: &str) -> Result<f64, ParseError> {
         return Err(out_of_range());
     }
     Ok(v)
+}
+
+/// PostgreSQL's `numeric_in`: a number as [`parse_decimal`] reads it, or
+/// (in any case, surrounded by spaces) `NaN`, `[+-]Infinity` or `[+-]inf`.
+pub fn parse_numeric(s: &str) -> Result<Numeric, ParseError> {
+    let t = pg_trim(s).to_ascii_lowercase();
+    Ok(match t.as_str() {
+        "nan" => Numeric::NaN,
+        "infinity" | "+infinity" | "inf" | "+inf" => Numeric::PosInf,
+        "-infinity" | "-inf" => Numeric::NegInf,
+        _ => Numeric::Finite(parse_decimal(s)?),
+    })
 }
 
 /// Parse a numeric: `[+-]digits[.digits][e[+-]digits]` with the scale kept

@@ -196,6 +196,82 @@ impl Hash for Interval {
     }
 }
 
+/// A PostgreSQL `numeric`: a decimal, or one of the special values
+/// `'-Infinity'`, `'Infinity'` and `'NaN'`. The variant order is
+/// PostgreSQL's: `-Infinity` below every number, `Infinity` above, and
+/// `NaN` above everything and equal to itself.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Numeric {
+    NegInf,
+    Finite(Decimal),
+    PosInf,
+    NaN,
+}
+
+impl From<Decimal> for Numeric {
+    fn from(d: Decimal) -> Self {
+        Numeric::Finite(d)
+    }
+}
+
+impl Numeric {
+    /// The decimal, if the value is a number.
+    pub fn finite(self) -> Option<Decimal> {
+        match self {
+            Numeric::Finite(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// `+1`, `-1` or `0`, as PostgreSQL's `numeric_sign_internal` (NaN is
+    /// never asked).
+    pub fn signum(self) -> i32 {
+        match self {
+            Numeric::NegInf => -1,
+            Numeric::PosInf => 1,
+            Numeric::NaN => 0,
+            Numeric::Finite(d) if d.is_zero() => 0,
+            Numeric::Finite(d) if d.is_sign_negative() => -1,
+            Numeric::Finite(_) => 1,
+        }
+    }
+
+    /// The infinity of this sign (`sign` > 0: `Infinity`).
+    pub fn inf(sign: i32) -> Numeric {
+        if sign < 0 {
+            Numeric::NegInf
+        } else {
+            Numeric::PosInf
+        }
+    }
+
+    /// 16 bytes: rust_decimal's own serialization for a number; for the
+    /// special values a first byte (the low byte of its flags, always zero
+    /// for a decimal) of 1 (NaN), 2 (Infinity) or 3 (-Infinity).
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        match self {
+            Numeric::Finite(d) => return d.serialize(),
+            Numeric::NaN => b[0] = 1,
+            Numeric::PosInf => b[0] = 2,
+            Numeric::NegInf => b[0] = 3,
+        }
+        b
+    }
+
+    /// The inverse of [`Numeric::to_bytes`].
+    pub fn from_bytes(b: [u8; 16]) -> Numeric {
+        match b[0] {
+            0 => Numeric::Finite(Decimal::deserialize(b)),
+            1 => Numeric::NaN,
+            2 => Numeric::PosInf,
+            _ => Numeric::NegInf,
+        }
+    }
+}
+
 /// A non-null SQL value.
 ///
 /// Ordering between values of different variants is by variant only and is
@@ -210,7 +286,7 @@ pub enum ScalarValue {
     Int64(i64),
     Float32(F64),
     Float64(F64),
-    Decimal(Decimal),
+    Decimal(Numeric),
     Varchar(Arc<str>),
     Boolean(bool),
     Date(NaiveDate),
@@ -267,6 +343,11 @@ impl ScalarValue {
 
     pub fn varchar(s: impl Into<Arc<str>>) -> ScalarValue {
         ScalarValue::Varchar(s.into())
+    }
+
+    /// A finite numeric.
+    pub fn decimal(d: Decimal) -> ScalarValue {
+        ScalarValue::Decimal(Numeric::Finite(d))
     }
 
     pub fn float64(v: f64) -> ScalarValue {

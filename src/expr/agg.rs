@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 use super::arith::{decimal_div, interval_div};
 use super::cast::{int_out_of_range, numeric_overflow};
 use super::{ExprError, ExprResult};
-use crate::common::{DataType, Datum, Interval, Row, ScalarValue, F64};
+use crate::common::{DataType, Datum, Interval, Numeric, Row, ScalarValue, F64};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum AggKind {
@@ -30,6 +30,9 @@ pub enum AggKind {
     BitAnd,
     BitOr,
     BitXor,
+    /// `string_agg(value, delimiter [ORDER BY …])`, over the packed input
+    /// of [`pack_string_agg_input`].
+    StringAgg,
 }
 
 /// An aggregate call over columns of its input.
@@ -78,6 +81,9 @@ pub fn create_accumulator(call: &AggCall) -> Box<dyn Accumulator> {
         }),
         AggKind::Min | AggKind::Max => Box::new(MinMax {
             max: call.kind == AggKind::Max,
+            values: BTreeMap::new(),
+        }),
+        AggKind::StringAgg => Box::new(StringAgg {
             values: BTreeMap::new(),
         }),
         AggKind::BoolAnd | AggKind::BoolOr => Box::new(BoolAndOr {
@@ -174,9 +180,12 @@ enum SumState {
     Int(i128),
     /// numeric, with how many current inputs have each scale: the result
     /// keeps the largest scale among the current inputs, as in PostgreSQL.
+    /// `specials` counts the current `NaN`, `Infinity` and `-Infinity`
+    /// inputs (kept out of `sum`), so retracting them is exact too.
     Decimal {
         sum: Decimal,
         scales: BTreeMap<u32, i64>,
+        specials: [i64; 3],
     },
     /// real/double precision: finite values summed, specials counted.
     Float {
@@ -199,6 +208,7 @@ impl SumState {
             DataType::Decimal => SumState::Decimal {
                 sum: Decimal::ZERO,
                 scales: BTreeMap::new(),
+                specials: [0; 3],
             },
             DataType::Float32 | DataType::Float64 => SumState::Float {
                 sum: 0.0,
@@ -259,11 +269,11 @@ impl SumAvg {
 fn int_total(sum: i128, n: i64, avg: bool, return_type: DataType) -> ExprResult<ScalarValue> {
     let numeric = || Decimal::try_from_i128_with_scale(sum, 0).map_err(|_| numeric_overflow());
     Ok(if avg {
-        ScalarValue::Decimal(decimal_div(numeric()?, Decimal::from(n))?)
+        ScalarValue::decimal(decimal_div(numeric()?, Decimal::from(n))?)
     } else if return_type == DataType::Int64 {
         ScalarValue::Int64(i64::try_from(sum).map_err(|_| int_out_of_range(DataType::Int64))?)
     } else {
-        ScalarValue::Decimal(numeric()?)
+        ScalarValue::decimal(numeric()?)
     })
 }
 
@@ -277,9 +287,31 @@ impl Accumulator for SumAvg {
             SumState::Int(sum) => {
                 *sum += v.as_i64().ok_or_else(|| wrong_type(v))? as i128 * sign as i128;
             }
-            SumState::Decimal { sum, scales } => {
-                let ScalarValue::Decimal(d) = v else {
+            SumState::Decimal {
+                sum,
+                scales,
+                specials,
+            } => {
+                let ScalarValue::Decimal(n) = v else {
                     return Err(wrong_type(v));
+                };
+                let d = match n {
+                    Numeric::Finite(d) => d,
+                    Numeric::NaN => {
+                        specials[0] += sign;
+                        self.count += sign;
+                        return Ok(());
+                    }
+                    Numeric::PosInf => {
+                        specials[1] += sign;
+                        self.count += sign;
+                        return Ok(());
+                    }
+                    Numeric::NegInf => {
+                        specials[2] += sign;
+                        self.count += sign;
+                        return Ok(());
+                    }
                 };
                 *sum = if insert {
                     sum.checked_add(*d)
@@ -340,12 +372,25 @@ impl Accumulator for SumAvg {
         let n = self.count;
         Ok(Some(match &self.state {
             SumState::Int(sum) => int_total(*sum, n, self.avg, self.return_type)?,
-            SumState::Decimal { sum, scales } => {
-                let total = Self::decimal_total(*sum, scales);
-                if self.avg {
-                    ScalarValue::Decimal(decimal_div(total, Decimal::from(n))?)
+            SumState::Decimal {
+                sum,
+                scales,
+                specials: [nan, pos_inf, neg_inf],
+            } => {
+                // PostgreSQL's numeric_avg/sum: NaN wins, then the infinities.
+                if *nan > 0 || (*pos_inf > 0 && *neg_inf > 0) {
+                    ScalarValue::Decimal(Numeric::NaN)
+                } else if *pos_inf > 0 {
+                    ScalarValue::Decimal(Numeric::PosInf)
+                } else if *neg_inf > 0 {
+                    ScalarValue::Decimal(Numeric::NegInf)
                 } else {
-                    ScalarValue::Decimal(total)
+                    let total = Self::decimal_total(*sum, scales);
+                    if self.avg {
+                        ScalarValue::decimal(decimal_div(total, Decimal::from(n))?)
+                    } else {
+                        ScalarValue::decimal(total)
+                    }
                 }
             }
             SumState::Float {
@@ -395,10 +440,19 @@ impl Accumulator for SumAvg {
         let mut row = vec![Some(ScalarValue::Int64(self.count))];
         match &self.state {
             SumState::Int(sum) => row.extend(split_i128(*sum)),
-            SumState::Decimal { sum, scales } => {
-                row.push(Some(ScalarValue::Decimal(*sum)));
+            SumState::Decimal {
+                sum,
+                scales,
+                specials,
+            } => {
+                row.push(Some(ScalarValue::decimal(*sum)));
                 for (s, n) in scales.iter().filter(|(_, n)| **n != 0) {
                     row.push(Some(ScalarValue::Int64(*s as i64)));
+                    row.push(Some(ScalarValue::Int64(*n)));
+                }
+                // The special counts as pairs under "scales" -1, -2, -3.
+                for (i, n) in specials.iter().enumerate().filter(|(_, n)| **n != 0) {
+                    row.push(Some(ScalarValue::Int64(-1 - i as i64)));
                     row.push(Some(ScalarValue::Int64(*n)));
                 }
             }
@@ -431,16 +485,27 @@ impl Accumulator for SumAvg {
         self.count = get_i64(state, 0)?;
         match &mut self.state {
             SumState::Int(sum) => *sum = join_i128(state, 1)?,
-            SumState::Decimal { sum, scales } => {
+            SumState::Decimal {
+                sum,
+                scales,
+                specials,
+            } => {
                 *sum = match state.get(1) {
-                    Some(Some(ScalarValue::Decimal(d))) => *d,
+                    Some(Some(ScalarValue::Decimal(Numeric::Finite(d)))) => *d,
                     _ => return Err(corrupt()),
                 };
                 scales.clear();
+                *specials = [0; 3];
                 let mut i = 2;
                 while i < state.len() {
-                    let s = u32::try_from(get_i64(state, i)?).map_err(|_| corrupt())?;
-                    scales.insert(s, get_i64(state, i + 1)?);
+                    let s = get_i64(state, i)?;
+                    let n = get_i64(state, i + 1)?;
+                    match s {
+                        -3..=-1 => specials[(-1 - s) as usize] = n,
+                        _ => {
+                            scales.insert(u32::try_from(s).map_err(|_| corrupt())?, n);
+                        }
+                    }
                     i += 2;
                 }
             }
@@ -677,6 +742,102 @@ impl Accumulator for MinMax {
             self.values.first_key_value()
         };
         Ok(kv.map(|(v, _)| v.clone()))
+    }
+    fn save(&self) -> Row {
+        let mut row = Vec::with_capacity(self.values.len() * 2);
+        save_multiset(&self.values, &mut row);
+        row
+    }
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
+        load_multiset(state, &mut self.values)
+    }
+    fn box_clone(&self) -> Box<dyn Accumulator> {
+        Box::new(self.clone())
+    }
+}
+
+/// The single input of `string_agg(value, delimiter ORDER BY keys)`, from
+/// `[value, delimiter, directions, keys...]` (`directions`: one `a` or `d`
+/// per key): NULL when the value is NULL (string_agg skips it), else the
+/// text `<keys>|<n>:<delimiter><value>` where `<keys>` is the hex of the
+/// keys' memcomparable encoding in their directions and `n` the delimiter's
+/// length in bytes (a NULL delimiter is empty, as in PostgreSQL). Text
+/// orders byte-wise, and the key encoding is prefix-free, so the packed
+/// inputs sort in the call's ORDER BY order: the accumulator keeps them in
+/// a multiset (exact under retraction) and concatenates them in order.
+pub fn pack_string_agg_input(vals: &[Datum]) -> ExprResult<Datum> {
+    let text = |d: Option<&Datum>| -> ExprResult<Option<String>> {
+        match d {
+            Some(Some(v)) => match v.as_str() {
+                Some(s) => Ok(Some(s.to_string())),
+                None => Ok(Some(crate::common::text::format_datum(v))),
+            },
+            _ => Ok(None),
+        }
+    };
+    let Some(value) = text(vals.first())? else {
+        return Ok(None);
+    };
+    let delimiter = text(vals.get(1))?.unwrap_or_default();
+    let dirs = text(vals.get(2))?.unwrap_or_default();
+    let mut key = Vec::new();
+    for (i, k) in vals.iter().skip(3).enumerate() {
+        let desc = dirs.as_bytes().get(i) == Some(&b'd');
+        crate::common::encoding::encode_datum_ordered(&mut key, k, desc);
+    }
+    let mut out = String::with_capacity(key.len() * 2 + delimiter.len() + value.len() + 8);
+    for b in key {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out.push_str(&format!("|{}:", delimiter.len()));
+    out.push_str(&delimiter);
+    out.push_str(&value);
+    Ok(Some(ScalarValue::varchar(out)))
+}
+
+/// The delimiter and value of a packed `string_agg` input.
+fn unpack_string_agg_input(packed: &str) -> ExprResult<(&str, &str)> {
+    let rest = packed.split_once('|').ok_or_else(corrupt)?.1;
+    let (len, rest) = rest.split_once(':').ok_or_else(corrupt)?;
+    let len: usize = len.parse().map_err(|_| corrupt())?;
+    if len > rest.len() || !rest.is_char_boundary(len) {
+        return Err(corrupt());
+    }
+    Ok(rest.split_at(len))
+}
+
+/// `string_agg`: a multiset of the current packed inputs, in ORDER BY
+/// order; the output is the first value, then each next value preceded by
+/// its own delimiter (PostgreSQL's definition).
+#[derive(Clone, Debug)]
+struct StringAgg {
+    values: BTreeMap<ScalarValue, i64>,
+}
+
+impl Accumulator for StringAgg {
+    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+        if let Some(v) = value {
+            multiset_update(&mut self.values, insert, v)?;
+        }
+        Ok(())
+    }
+    fn output(&self) -> ExprResult<Datum> {
+        if self.values.is_empty() {
+            return Ok(None);
+        }
+        let mut out = String::new();
+        let mut first = true;
+        for (v, n) in &self.values {
+            let (delimiter, value) = unpack_string_agg_input(v.as_str().ok_or_else(corrupt)?)?;
+            for _ in 0..*n {
+                if !first {
+                    out.push_str(delimiter);
+                }
+                first = false;
+                out.push_str(value);
+            }
+        }
+        Ok(Some(ScalarValue::varchar(out)))
     }
     fn save(&self) -> Row {
         let mut row = Vec::with_capacity(self.values.len() * 2);

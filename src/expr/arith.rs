@@ -5,14 +5,17 @@
 //! numeric is rust_decimal (28-29 significant digits, scale <= 28) where
 //! PostgreSQL has arbitrary precision: results that need more digits fail
 //! with `22003 value overflows numeric format`, and division results whose
-//! PostgreSQL scale exceeds 28 are rounded at scale 28.
+//! PostgreSQL scale exceeds 28 are rounded at scale 28. `NaN` and
+//! `±Infinity` follow PostgreSQL 15 (`Infinity - Infinity` and `Infinity *
+//! 0` are NaN, a number over an infinity is 0, division by zero is 22012
+//! unless the dividend is NaN).
 
 use chrono::{Months, NaiveDate, NaiveDateTime, TimeDelta};
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::cast::{int_out_of_range, numeric_overflow};
 use super::{ExprError, ExprResult};
-use crate::common::{DataType, Interval, ScalarValue, F64};
+use crate::common::{DataType, Interval, Numeric, ScalarValue, F64};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ArithOp {
@@ -203,6 +206,61 @@ fn decimal_arith(x: Decimal, y: Decimal, op: ArithOp) -> ExprResult<Decimal> {
     Ok(normalize_zero(r))
 }
 
+/// PostgreSQL 15's numeric operators over `NaN` and the infinities.
+fn numeric_arith(x: Numeric, y: Numeric, op: ArithOp) -> ExprResult<Numeric> {
+    use Numeric::{NaN, NegInf, PosInf};
+    if let (Numeric::Finite(a), Numeric::Finite(b)) = (x, y) {
+        return Ok(Numeric::Finite(decimal_arith(a, b, op)?));
+    }
+    if x == NaN || y == NaN {
+        return Ok(NaN);
+    }
+    let (sx, sy) = (x.signum(), y.signum());
+    let x_inf = x.finite().is_none();
+    let y_inf = y.finite().is_none();
+    Ok(match op {
+        ArithOp::Add => match (x, y) {
+            (PosInf, NegInf) | (NegInf, PosInf) => NaN,
+            _ if x_inf => x,
+            _ => y,
+        },
+        ArithOp::Sub => match (x, y) {
+            (PosInf, PosInf) | (NegInf, NegInf) => NaN,
+            _ if x_inf => x,
+            _ => Numeric::inf(-sy),
+        },
+        ArithOp::Mul => {
+            if sx == 0 || sy == 0 {
+                NaN
+            } else {
+                Numeric::inf(sx * sy)
+            }
+        }
+        ArithOp::Div => {
+            if x_inf && y_inf {
+                NaN
+            } else if x_inf {
+                if sy == 0 {
+                    return Err(division_by_zero());
+                }
+                Numeric::inf(sx * sy)
+            } else {
+                Numeric::Finite(Decimal::ZERO)
+            }
+        }
+        ArithOp::Mod => {
+            if x_inf {
+                if sy == 0 {
+                    return Err(division_by_zero());
+                }
+                NaN
+            } else {
+                x
+            }
+        }
+    })
+}
+
 /// `a op b` for two non-null values of the types `build_func` resolved.
 pub fn arith(op: ArithOp, a: &ScalarValue, b: &ScalarValue) -> ExprResult<ScalarValue> {
     use ScalarValue as S;
@@ -212,7 +270,7 @@ pub fn arith(op: ArithOp, a: &ScalarValue, b: &ScalarValue) -> ExprResult<Scalar
         (S::Int64(x), S::Int64(y)) => S::Int64(int_arith!(*x, *y, op, DataType::Int64)?),
         (S::Float32(x), S::Float32(y)) => S::Float32(F64(float_arith(x.0, y.0, op, true)?)),
         (S::Float64(x), S::Float64(y)) => S::float64(float_arith(x.0, y.0, op, false)?),
-        (S::Decimal(x), S::Decimal(y)) => S::Decimal(decimal_arith(*x, *y, op)?),
+        (S::Decimal(x), S::Decimal(y)) => S::Decimal(numeric_arith(*x, *y, op)?),
         (S::Date(d), S::Int32(n)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
             let n = if op == ArithOp::Sub {
                 -(*n as i64)
@@ -266,7 +324,12 @@ pub fn neg(a: &ScalarValue) -> ExprResult<ScalarValue> {
         ),
         S::Float32(x) => S::Float32(F64(-x.0)),
         S::Float64(x) => S::float64(-x.0),
-        S::Decimal(x) => S::Decimal(normalize_zero(-*x)),
+        S::Decimal(x) => S::Decimal(match x {
+            Numeric::Finite(d) => Numeric::Finite(normalize_zero(-*d)),
+            Numeric::PosInf => Numeric::NegInf,
+            Numeric::NegInf => Numeric::PosInf,
+            Numeric::NaN => Numeric::NaN,
+        }),
         S::Interval(i) => S::Interval(interval_neg(i)?),
         other => {
             return Err(ExprError::new(

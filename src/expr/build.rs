@@ -363,6 +363,10 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             }
             Ok(func_expr(func, out, Timestamp))
         }
+        Func::StringAggInput => {
+            arity(types.len() >= 3)?;
+            Ok(func_expr(func, args, Varchar))
+        }
         Func::ScalarSubquery => {
             arity(types.len() == 2 && types[0] == Int64)?;
             let t = types[1];
@@ -404,6 +408,16 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         }
         Func::Replace => {
             arity(types.len() == 3 && types.iter().all(|t| *t == Varchar))?;
+            Ok(func_expr(func, args, Varchar))
+        }
+        Func::SplitPart => {
+            arity(types.len() == 3 && types[0] == Varchar && types[1] == Varchar)?;
+            let mut args = args;
+            let n = args.pop().ok_or_else(err)?;
+            if !(n.return_type().is_integer() || is_unknown(&n)) {
+                return Err(err());
+            }
+            args.push(build_cast(n, Int32, true)?);
             Ok(func_expr(func, args, Varchar))
         }
         Func::Position => {
@@ -641,9 +655,11 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         AggKind::BitAnd => "bit_and",
         AggKind::BitOr => "bit_or",
         AggKind::BitXor => "bit_xor",
+        AggKind::StringAgg => "string_agg",
     };
     let ret = match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Some(Int64),
+        (AggKind::StringAgg, Some(Varchar)) => Some(Varchar),
         (_, None) => None,
         (AggKind::Sum, Some(t)) => match t {
             Int16 | Int32 => Some(Int64),
@@ -663,6 +679,7 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         (AggKind::BitAnd | AggKind::BitOr | AggKind::BitXor, Some(t)) => {
             matches!(t, Int16 | Int32 | Int64).then_some(t)
         }
+        (AggKind::StringAgg, Some(_)) => None,
     };
     ret.ok_or_else(|| {
         ExprError::new(

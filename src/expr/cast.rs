@@ -5,7 +5,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::{ExprError, ExprResult};
 use crate::common::text::{format_datum, format_decimal, parse_datum, parse_decimal, ParseError};
-use crate::common::{DataType, ScalarValue, F64};
+use crate::common::{DataType, Numeric, ScalarValue, F64};
 
 impl From<ParseError> for ExprError {
     fn from(e: ParseError) -> Self {
@@ -35,7 +35,7 @@ fn from_i64(v: i64, to: DataType) -> ExprResult<ScalarValue> {
         DataType::Int64 => ScalarValue::Int64(v),
         DataType::Float32 => ScalarValue::float32(v as f32),
         DataType::Float64 => ScalarValue::float64(v as f64),
-        DataType::Decimal => ScalarValue::Decimal(Decimal::from(v)),
+        DataType::Decimal => ScalarValue::decimal(Decimal::from(v)),
         _ => return Err(cannot_cast(DataType::Int64, to)),
     })
 }
@@ -54,27 +54,50 @@ fn float_to_int(v: f64, to: DataType) -> ExprResult<ScalarValue> {
     from_i64(r as i64, to)
 }
 
-/// Decimal rounded half away from zero into an integer type.
-fn decimal_to_int(d: Decimal, to: DataType) -> ExprResult<ScalarValue> {
+/// Numeric rounded half away from zero into an integer type (NaN and the
+/// infinities fail with 0A000, as in PostgreSQL 15).
+fn decimal_to_int(n: Numeric, to: DataType) -> ExprResult<ScalarValue> {
+    let d = match n {
+        Numeric::Finite(d) => d,
+        special => {
+            let name = match to {
+                DataType::Int16 => "smallint",
+                DataType::Int32 => "integer",
+                _ => "bigint",
+            };
+            let what = if special == Numeric::NaN {
+                "NaN"
+            } else {
+                "infinity"
+            };
+            return Err(ExprError::new(
+                "0A000",
+                format!("cannot convert {what} to {name}"),
+            ));
+        }
+    };
     let r = d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
     let m = r.mantissa() / 10i128.pow(r.scale());
     from_i64(i64::try_from(m).map_err(|_| int_out_of_range(to))?, to)
 }
 
-/// PostgreSQL's `float8_numeric`/`float4_numeric`: the value printed with
-/// 15 (6 for real) significant digits, trailing zeros dropped.
-pub fn float_to_decimal(v: f64, single: bool) -> ExprResult<Decimal> {
+/// PostgreSQL's `float8_numeric`/`float4_numeric`: NaN and the
+/// infinities map to numeric's; a number is printed with 15 (6 for real)
+/// significant digits, trailing zeros dropped.
+pub fn float_to_numeric(v: f64, single: bool) -> ExprResult<Numeric> {
     if v.is_nan() {
-        return Err(ExprError::new(
-            "0A000",
-            "cannot convert NaN to numeric (numeric NaN is not supported)",
-        ));
+        return Ok(Numeric::NaN);
     }
     if v.is_infinite() {
-        return Err(ExprError::new(
-            "22003",
-            "cannot convert infinity to numeric",
-        ));
+        return Ok(Numeric::inf(if v > 0.0 { 1 } else { -1 }));
+    }
+    float_to_decimal(v, single).map(Numeric::Finite)
+}
+
+/// [`float_to_numeric`] for a finite float.
+pub fn float_to_decimal(v: f64, single: bool) -> ExprResult<Decimal> {
+    if !v.is_finite() {
+        return Err(numeric_overflow());
     }
     let s = if single {
         format!("{:.5e}", v as f32)
@@ -93,6 +116,16 @@ pub fn float_to_decimal(v: f64, single: bool) -> ExprResult<Decimal> {
 /// Exact (correctly rounded) conversion through the decimal text.
 pub fn decimal_to_f64(d: &Decimal) -> f64 {
     format_decimal(d).parse().unwrap_or(f64::NAN)
+}
+
+/// numeric to float8: NaN and the infinities map to the float's.
+pub fn numeric_to_f64(n: &Numeric) -> f64 {
+    match n {
+        Numeric::Finite(d) => decimal_to_f64(d),
+        Numeric::NaN => f64::NAN,
+        Numeric::PosInf => f64::INFINITY,
+        Numeric::NegInf => f64::NEG_INFINITY,
+    }
 }
 
 fn f64_to_f32(v: f64) -> ExprResult<f64> {
@@ -125,14 +158,14 @@ pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
         (S::Float32(x), DataType::Float64) => S::Float64(x),
         (S::Float64(x), DataType::Float32) => S::Float32(F64(f64_to_f32(x.0)?)),
         (S::Float32(x) | S::Float64(x), DataType::Decimal) => {
-            S::Decimal(float_to_decimal(x.0, from == DataType::Float32)?)
+            S::Decimal(float_to_numeric(x.0, from == DataType::Float32)?)
         }
         (S::Float32(x) | S::Float64(x), to) if to.is_integer() => {
             // float4 rounds in single precision, as PostgreSQL's ftoi4.
             float_to_int(x.0, to)?
         }
-        (S::Decimal(d), DataType::Float64) => S::float64(decimal_to_f64(&d)),
-        (S::Decimal(d), DataType::Float32) => S::Float32(F64(f64_to_f32(decimal_to_f64(&d))?)),
+        (S::Decimal(d), DataType::Float64) => S::float64(numeric_to_f64(&d)),
+        (S::Decimal(d), DataType::Float32) => S::Float32(F64(f64_to_f32(numeric_to_f64(&d))?)),
         (S::Decimal(d), to) if to.is_integer() => decimal_to_int(d, to)?,
         (S::Boolean(b), DataType::Int32) => S::Int32(b as i32),
         (S::Date(d), DataType::Timestamp) => S::Timestamp(d.and_time(chrono::NaiveTime::MIN)),

@@ -16,7 +16,7 @@ use super::cast::{cast_value, int_out_of_range};
 use super::func::Func;
 use super::string::{self, TrimSide};
 use super::{Expr, ExprError, ExprResult};
-use crate::common::{DataType, Datum, Row, ScalarValue, F64};
+use crate::common::{DataType, Datum, Numeric, Row, ScalarValue, F64};
 
 impl Expr {
     /// Evaluate over one input row.
@@ -168,6 +168,10 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
                 same == (func == Func::IsNotDistinctFrom),
             )));
         }
+        Func::StringAggInput => {
+            let vals = eval_args(args, row)?;
+            return super::agg::pack_string_agg_input(&vals);
+        }
         Func::ConcatFn | Func::ConcatWs => {
             let vals = eval_args(args, row)?;
             let (sep, parts) = match func {
@@ -263,6 +267,7 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::ConcatFn
             | Func::ConcatWs
             | Func::NullIf
+            | Func::StringAggInput
     )
 }
 
@@ -307,7 +312,7 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
         },
         Func::Extract => {
             let unit = as_str(v(0)?)?;
-            Ok(Some(ScalarValue::Decimal(match v(1)? {
+            Ok(Some(ScalarValue::decimal(match v(1)? {
                 ScalarValue::Timestamp(t) => super::datetime::extract_timestamp(unit, *t)?,
                 ScalarValue::Date(d) => super::datetime::extract_date(unit, *d)?,
                 other => return Err(internal(format!("extract from {}", other.data_type()))),
@@ -375,6 +380,11 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             as_str(v(1)?)?,
             as_str(v(2)?)?,
         )),
+        Func::SplitPart => text(string::split_part(
+            as_str(v(0)?)?,
+            as_str(v(1)?)?,
+            as_i32(v(2)?)?,
+        )?),
         Func::Position => Ok(Some(ScalarValue::Int32(string::position(
             as_str(v(0)?)?,
             as_str(v(1)?)?,
@@ -412,7 +422,9 @@ fn abs(x: &ScalarValue) -> ExprResult<ScalarValue> {
         ),
         S::Float32(v) => S::Float32(F64(v.0.abs())),
         S::Float64(v) => S::float64(v.0.abs()),
-        S::Decimal(d) => S::Decimal(d.abs()),
+        S::Decimal(Numeric::Finite(d)) => S::decimal(d.abs()),
+        S::Decimal(Numeric::NegInf) => S::Decimal(Numeric::PosInf),
+        S::Decimal(special) => S::Decimal(*special),
         other => return Err(internal(format!("abs of {}", other.data_type()))),
     })
 }
@@ -446,9 +458,15 @@ fn round_decimal(d: Decimal, s: i32) -> Decimal {
 fn round_like(func: Func, x: &ScalarValue, digits: Option<i32>) -> ExprResult<ScalarValue> {
     use ScalarValue as S;
     Ok(match (func, x) {
-        (Func::Round, S::Decimal(d)) => S::Decimal(round_decimal(*d, digits.unwrap_or(0))),
-        (Func::Ceil, S::Decimal(d)) => S::Decimal(normalize_zero(d.ceil())),
-        (Func::Floor, S::Decimal(d)) => S::Decimal(normalize_zero(d.floor())),
+        // NaN and the infinities round to themselves.
+        (Func::Round | Func::Ceil | Func::Floor, S::Decimal(n)) if n.finite().is_none() => {
+            S::Decimal(*n)
+        }
+        (Func::Round, S::Decimal(Numeric::Finite(d))) => {
+            S::decimal(round_decimal(*d, digits.unwrap_or(0)))
+        }
+        (Func::Ceil, S::Decimal(Numeric::Finite(d))) => S::decimal(normalize_zero(d.ceil())),
+        (Func::Floor, S::Decimal(Numeric::Finite(d))) => S::decimal(normalize_zero(d.floor())),
         (Func::Round, S::Float64(f)) => S::float64(f.0.round_ties_even()),
         (Func::Ceil, S::Float64(f)) => S::float64(f.0.ceil()),
         (Func::Floor, S::Float64(f)) => S::float64(f.0.floor()),

@@ -51,6 +51,12 @@ pub enum Func {
     NotILike,
     /// `replace(string, from, to)`.
     Replace,
+    /// `split_part(string, delimiter, n)`.
+    SplitPart,
+    /// The one input of a `string_agg(value, delimiter [ORDER BY keys])`
+    /// call, as `[value, delimiter, directions, keys...]`: see
+    /// [`super::agg::pack_string_agg_input`]. Internal (no SQL name).
+    StringAggInput,
     /// Arguments `[substring, string]`, the order of `POSITION(sub IN s)`.
     Position,
     // math
@@ -106,6 +112,7 @@ impl Func {
             "ltrim" => Func::LTrim,
             "rtrim" => Func::RTrim,
             "replace" => Func::Replace,
+            "split_part" => Func::SplitPart,
             "position" => Func::Position,
             "round" => Func::Round,
             "abs" => Func::Abs,
@@ -191,6 +198,8 @@ impl Func {
             Func::ILike => "ilike",
             Func::NotILike => "not_ilike",
             Func::Replace => "replace",
+            Func::SplitPart => "split_part",
+            Func::StringAggInput => "string_agg_input",
             Func::Position => "position",
             Func::Round => "round",
             Func::Abs => "abs",

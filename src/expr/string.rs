@@ -55,6 +55,34 @@ pub fn replace(s: &str, from: &str, to: &str) -> String {
     }
 }
 
+/// PostgreSQL's `split_part(s, delimiter, n)`: the `n`th field (from the
+/// end when negative), `''` past the last; `n = 0` is 22023.
+pub fn split_part(s: &str, delimiter: &str, n: i32) -> ExprResult<String> {
+    if n == 0 {
+        return Err(ExprError::new("22023", "field position must not be zero"));
+    }
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    if delimiter.is_empty() {
+        // The whole string is the one field.
+        return Ok(if n == 1 || n == -1 {
+            s.to_string()
+        } else {
+            String::new()
+        });
+    }
+    let fields: Vec<&str> = s.split(delimiter).collect();
+    let index = if n > 0 {
+        usize::try_from(n - 1).ok()
+    } else {
+        fields.len().checked_sub(n.unsigned_abs() as usize)
+    };
+    Ok(index
+        .and_then(|i| fields.get(i))
+        .map_or(String::new(), |f| f.to_string()))
+}
+
 /// `POSITION(sub IN s)`: 1-based character position, 0 when absent.
 pub fn position(sub: &str, s: &str) -> i32 {
     match s.find(sub) {
@@ -268,3 +296,24 @@ const RESERVED: &[&str] = &[
     "window",
     "with",
 ];
+
+#[cfg(test)]
+mod split_part_tests {
+    use super::split_part;
+
+    /// Expected values from PostgreSQL 15.
+    #[test]
+    fn fields_from_either_end() {
+        let f = |s, d, n| split_part(s, d, n).expect("split_part");
+        assert_eq!(f("a/b/c", "/", 2), "b");
+        assert_eq!(f("a/b/c", "/", 4), "");
+        assert_eq!(f("a/b/c", "/", -1), "c");
+        assert_eq!(f("a/b/c", "/", -4), "");
+        assert_eq!(f("a//b", "/", 2), "");
+        assert_eq!(f("abc", "", 1), "abc");
+        assert_eq!(f("abc", "", -2), "");
+        assert_eq!(f("", "/", 1), "");
+        assert_eq!(f("é~~ü", "~~", -1), "ü");
+        assert_eq!(split_part("a", "/", 0).map_err(|e| e.code), Err("22023"));
+    }
+}

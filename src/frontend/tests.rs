@@ -37,6 +37,7 @@ async fn create_table(meta: &Meta, name: &str, cols: &[&str], pk: Vec<usize>) ->
         Parallelism::Adaptive,
         false,
         None,
+        Default::default(),
     )
     .await
     .unwrap();
@@ -299,6 +300,7 @@ async fn datagen_feeds_a_table_exactly_once() {
         Parallelism::Adaptive,
         false,
         None,
+        Default::default(),
     )
     .await
     .unwrap();

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::common::{DataType, Field};
+use crate::stream::executor::materialize::OnConflict;
 
 /// Id of a table, MV, system relation or internal state table.
 pub type TableId = u32;
@@ -90,6 +91,10 @@ pub struct RelationDesc {
     /// `WATERMARK FOR col AS expr` (sources and append-only tables).
     #[serde(default)]
     pub watermark: Option<WatermarkDesc>,
+    /// `CREATE TABLE … ON CONFLICT …`: what an insert on an existing
+    /// primary key does (tables with a declared key only).
+    #[serde(default)]
+    pub on_conflict: OnConflict,
 }
 
 /// A relation's watermark: rows may come late by what `expr` takes off

@@ -687,5 +687,6 @@ pub fn relation_desc(
         with_options,
         append_only: false,
         watermark: None,
+        on_conflict: Default::default(),
     }
 }

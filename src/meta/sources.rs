@@ -40,6 +40,7 @@ impl Meta {
                 with_options,
                 append_only: true,
                 watermark,
+                on_conflict: Default::default(),
             };
             st.relations.insert(
                 id,

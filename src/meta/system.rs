@@ -270,6 +270,7 @@ pub(crate) fn system_desc(id: u32, name: &str, cols: &[Col]) -> Arc<RelationDesc
         with_options: BTreeMap::new(),
         append_only: false,
         watermark: None,
+        on_conflict: Default::default(),
     })
 }
 

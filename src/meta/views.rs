@@ -139,6 +139,7 @@ fn insert_view(
         with_options: BTreeMap::new(),
         append_only: false,
         watermark: None,
+        on_conflict: Default::default(),
     };
     st.relations.insert(
         id,

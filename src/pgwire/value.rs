@@ -13,7 +13,7 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use rust_decimal::Decimal;
 
 use crate::common::text::{format_datum, parse_datum};
-use crate::common::{DataType, Datum, Interval, ScalarValue};
+use crate::common::{DataType, Datum, Interval, Numeric, ScalarValue};
 use crate::frontend::FrontendError;
 
 /// The wire format of one value, chosen per column by the client.
@@ -130,7 +130,19 @@ fn encode_binary(
         }
         DataType::Decimal => {
             let d = match value {
-                ScalarValue::Decimal(d) => *d,
+                ScalarValue::Decimal(Numeric::Finite(d)) => *d,
+                ScalarValue::Decimal(special) => {
+                    // No digits, weight 0, the special's sign word, dscale 0.
+                    buf.put_i16(0);
+                    buf.put_i16(0);
+                    buf.put_u16(match special {
+                        Numeric::PosInf => NUMERIC_PINF,
+                        Numeric::NegInf => NUMERIC_NINF,
+                        _ => NUMERIC_NAN,
+                    });
+                    buf.put_u16(0);
+                    return Ok(());
+                }
                 v => Decimal::from(v.as_i64().ok_or_else(mismatch)?),
             };
             encode_numeric(buf, &d);
@@ -168,6 +180,9 @@ fn encode_binary(
 
 const NUMERIC_POS: u16 = 0x0000;
 const NUMERIC_NEG: u16 = 0x4000;
+const NUMERIC_NAN: u16 = 0xC000;
+const NUMERIC_PINF: u16 = 0xD000;
+const NUMERIC_NINF: u16 = 0xF000;
 
 /// PostgreSQL's binary numeric: `ndigits`, `weight` (of the first group, in
 /// powers of 10000), `sign`, `dscale` (decimal digits after the point), then
@@ -279,7 +294,7 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
         DataType::Int64 => ScalarValue::Int64(decode_int(raw)?),
         DataType::Float32 => ScalarValue::float32(decode_float(raw)? as f32),
         DataType::Float64 => ScalarValue::float64(decode_float(raw)?),
-        DataType::Decimal => ScalarValue::Decimal(decode_numeric(raw)?),
+        DataType::Decimal => ScalarValue::Decimal(decode_numeric_value(raw)?),
         DataType::Varchar => ScalarValue::varchar(std::str::from_utf8(raw).ok()?),
         DataType::Boolean => match raw {
             [b] => ScalarValue::Boolean(*b != 0),
@@ -302,6 +317,20 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
             ScalarValue::Interval(Interval::new(months, days, micros))
         }
     })
+}
+
+/// A binary numeric parameter: NaN, an infinity or a number.
+fn decode_numeric_value(raw: &[u8]) -> Option<Numeric> {
+    let special = match raw {
+        [0, 0, _, _, a, b, _, _] => match u16::from_be_bytes([*a, *b]) {
+            NUMERIC_NAN => Some(Numeric::NaN),
+            NUMERIC_PINF => Some(Numeric::PosInf),
+            NUMERIC_NINF => Some(Numeric::NegInf),
+            _ => None,
+        },
+        _ => None,
+    };
+    special.or_else(|| decode_numeric(raw).map(Numeric::Finite))
 }
 
 /// Inverse of [`encode_numeric`]. NaN and infinities (signs `0xC000`,

@@ -15,6 +15,7 @@ use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use crate::meta::graph::{EdgeSpec, PlanFragment, PlanGraph, Upstream, UpstreamInfo};
 use crate::planner::logical::{JoinKind, LogicalPlan};
 use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
+use crate::stream::executor::materialize::OnConflict;
 use crate::stream::executor::stream_scan::BackfillDesc;
 use crate::stream::source::{connector_from_options, SplitSourceDesc};
 
@@ -216,6 +217,7 @@ impl<'a> StreamPlanner<'a> {
             dist_key: dist_key.clone(),
             handle_conflicts: false,
             inserts_are_new: false,
+            on_conflict: OnConflict::Overwrite,
         });
         let mut columns: Vec<ColumnDesc> = names
             .iter()
@@ -726,6 +728,7 @@ pub fn plan_table(
     columns: &[ColumnDesc],
     pk: &[usize],
     user_pk: bool,
+    on_conflict: OnConflict,
     connector: Option<(SplitSourceDesc, TableId)>,
 ) -> PlanGraph {
     let types: Vec<DataType> = columns.iter().map(|c| c.data_type).collect();
@@ -758,6 +761,7 @@ pub fn plan_table(
             dist_key: pk.to_vec(),
             handle_conflicts: true,
             inserts_are_new: !user_pk,
+            on_conflict,
         }],
         inputs,
         singleton: false,

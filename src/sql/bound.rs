@@ -7,6 +7,7 @@ use crate::common::{DataType, Datum};
 use crate::expr::Expr;
 use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId, WatermarkDesc};
 use crate::planner::logical::LogicalPlan;
+use crate::stream::executor::materialize::OnConflict;
 
 /// A parallelism a user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +44,8 @@ pub enum BoundStatement {
         append_only: bool,
         /// `WATERMARK FOR` (append-only tables only).
         watermark: Option<WatermarkDesc>,
+        /// `ON CONFLICT …` (a declared primary key is required).
+        on_conflict: OnConflict,
     },
     /// `CREATE SOURCE`: columns and connector options (checked by the
     /// connector when the source is created).

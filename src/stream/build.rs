@@ -12,7 +12,7 @@ use super::executor::filter::FilterExecutor;
 use super::executor::hash_agg::HashAggExecutor;
 use super::executor::hash_join::{HashJoinExecutor, JoinSide};
 use super::executor::hop_window::HopWindowExecutor;
-use super::executor::materialize::MaterializeExecutor;
+use super::executor::materialize::{MaterializeExecutor, OnConflict};
 use super::executor::over_window::OverWindowExecutor;
 use super::executor::project::ProjectExecutor;
 use super::executor::semi_join::{DegreeSide, SemiJoinExecutor};
@@ -85,6 +85,9 @@ pub enum NodeDesc {
         dist_key: Vec<usize>,
         handle_conflicts: bool,
         inserts_are_new: bool,
+        /// A table's `ON CONFLICT` behaviour (with `handle_conflicts`).
+        #[serde(default)]
+        on_conflict: OnConflict,
     },
     HashAgg {
         group_by: Vec<usize>,
@@ -335,18 +338,22 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             dist_key,
             handle_conflicts,
             inserts_are_new,
-        } => Box::new(MaterializeExecutor::new(
-            if *handle_conflicts {
-                table.build(store, vnodes)
-            } else {
-                // An MV reads nothing back: its writes are logged.
-                table.build(store, vnodes).log_writes()
-            },
-            pk.clone(),
-            dist_key.clone(),
-            *handle_conflicts,
-            *inserts_are_new,
-        )),
+            on_conflict,
+        } => Box::new(
+            MaterializeExecutor::new(
+                if *handle_conflicts {
+                    table.build(store, vnodes)
+                } else {
+                    // An MV reads nothing back: its writes are logged.
+                    table.build(store, vnodes).log_writes()
+                },
+                pk.clone(),
+                dist_key.clone(),
+                *handle_conflicts,
+                *inserts_are_new,
+            )
+            .with_on_conflict(*on_conflict),
+        ),
         NodeDesc::HashAgg {
             group_by,
             calls,

@@ -332,7 +332,7 @@ mod tests {
                 Some(ScalarValue::Int64(i)),
                 Some(ScalarValue::Float32(F64(x))),
                 Some(ScalarValue::Float64(F64(-x))),
-                Some(ScalarValue::Decimal(
+                Some(ScalarValue::decimal(
                     rust_decimal::Decimal::new(i, 3) / rust_decimal::Decimal::new(7, 0),
                 )),
                 Some(ScalarValue::varchar(text)),

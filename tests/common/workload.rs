@@ -93,6 +93,10 @@ pub const MVS: &[(&str, &str)] = &[
     ),
     ("mv_distinct", "SELECT DISTINCT k, s FROM t1"),
     (
+        "mv_string_agg",
+        "SELECT k, string_agg(s, ',' ORDER BY id) AS sa, string_agg(DISTINCT s, '|' ORDER BY s DESC) FILTER (WHERE b) AS sd, string_agg(split_part(s, 'a', 1), k::varchar ORDER BY v DESC, id) AS sp FROM t1 GROUP BY k",
+    ),
+    (
         "mv_union",
         "SELECT k, id AS val FROM t1 WHERE v < 0 UNION ALL SELECT k, w AS val FROM t2",
     ),
@@ -256,6 +260,10 @@ impl Gen {
     pub fn numeric(&mut self) -> String {
         if self.null(0.15) {
             return "NULL".into();
+        }
+        if self.null(0.04) {
+            let special = ["'NaN'", "'Infinity'", "'-Infinity'"];
+            return special[self.rng.gen_range(0..special.len())].into();
         }
         let cents: i64 = self.rng.gen_range(-100_000..100_000);
         let scale = self.rng.gen_range(0..4);

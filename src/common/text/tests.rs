@@ -147,7 +147,18 @@ fn numerics() {
         fmt(DataType::Decimal, "x"),
         "ERR 22P02 invalid input syntax for type numeric: \"x\""
     );
-    assert!(fmt(DataType::Decimal, "NaN").starts_with("ERR 22P02"));
+    for (input, want) in [
+        ("NaN", "NaN"),
+        (" nan ", "NaN"),
+        ("Infinity", "Infinity"),
+        ("+inf", "Infinity"),
+        ("-INFINITY", "-Infinity"),
+        ("-inf", "-Infinity"),
+    ] {
+        assert_eq!(fmt(DataType::Decimal, input), want, "{input}");
+    }
+    assert!(fmt(DataType::Decimal, "-NaN").starts_with("ERR 22P02"));
+    assert!(fmt(DataType::Decimal, "infinit").starts_with("ERR 22P02"));
     assert!(fmt(DataType::Decimal, "1e100").starts_with("ERR 22003"));
     // More fractional digits than rust_decimal keeps: rounded.
     assert_eq!(

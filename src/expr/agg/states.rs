@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn totals_past_bigint_stay_exact() {
         let dec = |t: i128| {
-            Some(ScalarValue::Decimal(
+            Some(ScalarValue::decimal(
                 rust_decimal::Decimal::from_i128_with_scale(t, 0),
             ))
         };

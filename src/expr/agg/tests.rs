@@ -231,3 +231,90 @@ fn bit_aggregates_retract_exactly() {
     assert_eq!(bits(AggKind::BitAnd, Int32, &["3", "~3"]), "NULL");
     assert_eq!(run(AggKind::BitXor, Int32, true, &["5", "5", "3"]), "6");
 }
+
+#[test]
+fn numeric_sums_count_specials() {
+    // PostgreSQL 15: NaN wins, +Infinity and -Infinity together are NaN.
+    assert_eq!(
+        run(AggKind::Sum, Decimal, false, &["1.5", "Infinity"]),
+        "Infinity"
+    );
+    assert_eq!(
+        run(AggKind::Avg, Decimal, false, &["1", "-Infinity"]),
+        "-Infinity"
+    );
+    assert_eq!(
+        run(AggKind::Sum, Decimal, false, &["Infinity", "-Infinity"]),
+        "NaN"
+    );
+    assert_eq!(run(AggKind::Sum, Decimal, false, &["NaN", "2"]), "NaN");
+    // Retracting the specials gives the finite total back, with its scale.
+    assert_eq!(
+        run(
+            AggKind::Sum,
+            Decimal,
+            false,
+            &["1.50", "NaN", "Infinity", "~NaN", "~Infinity"]
+        ),
+        "1.50"
+    );
+    assert_eq!(
+        run(AggKind::Max, Decimal, false, &["Infinity", "NaN", "1"]),
+        "NaN"
+    );
+    assert_eq!(
+        run(AggKind::Min, Decimal, false, &["Infinity", "-Infinity"]),
+        "-Infinity"
+    );
+}
+
+/// `string_agg` over packed inputs `[value, delimiter, directions, keys…]`.
+fn string_agg(inputs: &[(bool, &str, &str, i32)], desc: bool) -> String {
+    let c = AggCall {
+        kind: AggKind::StringAgg,
+        arg: Some(0),
+        arg_type: Some(Varchar),
+        return_type: Varchar,
+        distinct: false,
+    };
+    let mut acc = create_accumulator(&c);
+    for (insert, value, delimiter, key) in inputs {
+        let packed = pack_string_agg_input(&[
+            Some(ScalarValue::varchar(*value)),
+            Some(ScalarValue::varchar(*delimiter)),
+            Some(ScalarValue::varchar(if desc { "d" } else { "a" })),
+            Some(ScalarValue::Int32(*key)),
+        ])
+        .expect("pack");
+        acc.update(*insert, &packed).expect("update");
+    }
+    let result = out(acc.as_ref());
+    let mut restored = create_accumulator(&c);
+    restored.load(&acc.save()).expect("load");
+    assert_eq!(out(restored.as_ref()), result, "save/load");
+    result
+}
+
+#[test]
+fn string_agg_orders_and_retracts() {
+    let rows = [
+        (true, "b", ",", 2),
+        (true, "a|", "--", 1),
+        (true, "c", ";", 10),
+        (true, "b", ",", 2),
+    ];
+    assert_eq!(string_agg(&rows, false), "a|,b,b;c");
+    assert_eq!(string_agg(&rows, true), "c,b,b--a|");
+    let mut retracted = rows.to_vec();
+    retracted.push((false, "b", ",", 2));
+    retracted.push((false, "a|", "--", 1));
+    assert_eq!(string_agg(&retracted, false), "b;c");
+    retracted.push((false, "b", ",", 2));
+    retracted.push((false, "c", ";", 10));
+    assert_eq!(string_agg(&retracted, false), "NULL");
+    // A NULL value is skipped; a NULL delimiter is empty.
+    let packed = pack_string_agg_input(&[None, Some(ScalarValue::varchar(","))]).expect("pack");
+    assert_eq!(packed, None);
+    let packed = pack_string_agg_input(&[Some(ScalarValue::varchar("x")), None]).expect("pack");
+    assert_eq!(packed, Some(ScalarValue::varchar("|0:x")));
+}

@@ -14,6 +14,7 @@ use crate::meta::Meta;
 use crate::planner::logical::LogicalPlan;
 use crate::planner::stream::{plan_table, Emit, StreamPlanner};
 use crate::sql::bound::ParallelismTarget;
+use crate::stream::executor::materialize::OnConflict;
 use crate::stream::source::{connector_from_options, Connector, SplitSourceDesc};
 
 /// The existing relations' layout, copied so planning holds no lock.
@@ -38,6 +39,7 @@ fn plan_mv(
 
 /// Creates a table (and its `datagen` source, if `WITH (connector =
 /// 'datagen')`) as a streaming job. Runtime tests create tables with it too.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn create_table_job(
     meta: &Meta,
     name: String,
@@ -47,6 +49,7 @@ pub(crate) async fn create_table_job(
     parallelism: Parallelism,
     append_only: bool,
     watermark: Option<WatermarkDesc>,
+    on_conflict: OnConflict,
 ) -> FResult<()> {
     let (columns, pk, user_pk) = table_columns(columns, pk);
     let id = meta.alloc_table_id();
@@ -61,7 +64,7 @@ pub(crate) async fn create_table_job(
         }
         (c, meta.alloc_table_id())
     });
-    let graph = plan_table(id, &columns, &pk, user_pk, connector);
+    let graph = plan_table(id, &columns, &pk, user_pk, on_conflict, connector);
     let mut desc = relation_desc(
         id,
         name,
@@ -74,6 +77,7 @@ pub(crate) async fn create_table_job(
     );
     desc.append_only = append_only;
     desc.watermark = watermark;
+    desc.on_conflict = on_conflict;
     meta.create_job(desc, graph, parallelism).await?;
     Ok(())
 }
@@ -187,6 +191,7 @@ impl LocalSession {
         with_options: BTreeMap<String, String>,
         append_only: bool,
         watermark: Option<WatermarkDesc>,
+        on_conflict: OnConflict,
     ) -> FResult<()> {
         let parallelism = self.parallelism_for(&with_options)?;
         create_table_job(
@@ -198,6 +203,7 @@ impl LocalSession {
             parallelism,
             append_only,
             watermark,
+            on_conflict,
         )
         .await
     }

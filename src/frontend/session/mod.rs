@@ -354,10 +354,19 @@ impl LocalSession {
                 if_not_exists,
                 append_only,
                 watermark,
+                on_conflict,
             } => {
                 if !self.name_taken(&name, if_not_exists)? {
-                    self.create_table(name, columns, pk, with_options, append_only, watermark)
-                        .await?;
+                    self.create_table(
+                        name,
+                        columns,
+                        pk,
+                        with_options,
+                        append_only,
+                        watermark,
+                        on_conflict,
+                    )
+                    .await?;
                 }
                 Ok(command("CREATE TABLE"))
             }

@@ -14,6 +14,7 @@ use crate::common::DataType;
 use crate::meta::catalog::{ColumnDesc, RelationKind, WatermarkDesc};
 use crate::sql::parser::{ident_value, object_name_to_string, WatermarkSpec};
 use crate::sql::{BoundStatement, SqlError, SqlResult};
+use crate::stream::executor::materialize::OnConflict;
 
 /// The unqualified name of a relation being created (only the default
 /// schema exists).
@@ -154,6 +155,7 @@ impl Binder<'_> {
             if_not_exists: ct.if_not_exists,
             append_only: false,
             watermark: None,
+            on_conflict: OnConflict::default(),
         })
     }
 
@@ -225,6 +227,29 @@ impl Binder<'_> {
             expr,
             text: spec.expr.to_string(),
         })
+    }
+
+    /// `CREATE TABLE … ON CONFLICT …`: a table with a primary key whose
+    /// inserts on an existing key are resolved by `behaviour`.
+    pub(super) fn bind_create_table_on_conflict(
+        &mut self,
+        ct: &ast::CreateTable,
+        behaviour: OnConflict,
+    ) -> SqlResult<BoundStatement> {
+        let mut bound = self.bind_create_table(ct)?;
+        if let BoundStatement::CreateTable {
+            pk, on_conflict, ..
+        } = &mut bound
+        {
+            if pk.is_empty() {
+                return Err(SqlError::new(
+                    "0A000",
+                    "ON CONFLICT is only supported on a table with a primary key",
+                ));
+            }
+            *on_conflict = behaviour;
+        }
+        Ok(bound)
     }
 
     /// `CREATE TABLE … APPEND ONLY`: a table without a primary key whose

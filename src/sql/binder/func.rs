@@ -11,7 +11,7 @@ use super::expr::{coerce, BExpr};
 use super::scope::Scope;
 use super::types::{data_type_from_ast, internal_type_name};
 use super::{Binder, ExprCtx};
-use crate::common::DataType;
+use crate::common::{DataType, ScalarValue};
 use crate::expr::{agg_return_type, build_func, common_type, AggKind, Expr, Func};
 use crate::sql::parser::ident_value;
 use crate::sql::{SqlError, SqlResult};
@@ -29,13 +29,13 @@ pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
         "bit_and" => AggKind::BitAnd,
         "bit_or" => AggKind::BitOr,
         "bit_xor" => AggKind::BitXor,
+        "string_agg" => AggKind::StringAgg,
         _ => return None,
     })
 }
 
 /// Aggregates users may expect that we do not have (0A000 rather than 42883).
 const UNSUPPORTED_AGGREGATES: &[&str] = &[
-    "string_agg",
     "array_agg",
     "stddev",
     "stddev_pop",
@@ -103,6 +103,7 @@ impl Binder<'_> {
                 F::Round if pos == 0 => DataType::Decimal,
                 F::Round => DataType::Int32,
                 F::Substr if pos > 0 => DataType::Int32,
+                F::SplitPart if pos == 2 => DataType::Int32,
                 F::And | F::Or | F::Not | F::IsTrue | F::IsNotTrue | F::IsFalse | F::IsNotFalse => {
                     DataType::Boolean
                 }
@@ -227,6 +228,7 @@ impl Binder<'_> {
         if !f.within_group.is_empty() {
             return Err(SqlError::unsupported("WITHIN GROUP"));
         }
+        let mut order_by: &[ast::OrderByExpr] = &[];
         let (distinct, args): (bool, &[FunctionArg]) = match &f.args {
             FunctionArguments::None => (false, &[]),
             // `ARRAY(SELECT …)` over an always-empty catalog (psql's `\d+`
@@ -238,10 +240,16 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("subqueries in expressions"))
             }
             FunctionArguments::List(l) => {
-                if !l.clauses.is_empty() {
-                    return Err(SqlError::unsupported(format!(
-                        "clauses in the arguments of {name}()"
-                    )));
+                match l.clauses.as_slice() {
+                    [] => {}
+                    [ast::FunctionArgumentClause::OrderBy(o)] if name == "string_agg" => {
+                        order_by = o;
+                    }
+                    _ => {
+                        return Err(SqlError::unsupported(format!(
+                            "clauses in the arguments of {name}()"
+                        )))
+                    }
                 }
                 (
                     l.duplicate_treatment == Some(DuplicateTreatment::Distinct),
@@ -250,7 +258,15 @@ impl Binder<'_> {
             }
         };
         if let Some(kind) = agg_kind(&name) {
-            return self.bind_aggregate(scope, &name, kind, distinct, args, f.filter.as_deref());
+            let call = AggCallAst {
+                name: &name,
+                kind,
+                distinct,
+                args,
+                order_by,
+                filter: f.filter.as_deref(),
+            };
+            return self.bind_aggregate(scope, call);
         }
         if f.filter.is_some() {
             return Err(SqlError::new(
@@ -299,37 +315,109 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_aggregate(
-        &mut self,
-        scope: &Scope,
-        name: &str,
-        kind: AggKind,
-        distinct: bool,
-        args: &[FunctionArg],
-        filter: Option<&ast::Expr>,
-    ) -> SqlResult<BExpr> {
+    fn bind_aggregate(&mut self, scope: &Scope, call: AggCallAst<'_>) -> SqlResult<BExpr> {
         if let ExprCtx::Plain { agg_error } = &self.ctx {
             return Err(SqlError::new("42803", *agg_error));
         }
         // No window calls inside an aggregate's argument or FILTER.
         let windows = self.windows.take();
         self.in_aggregate += 1;
-        let bound = self.bind_aggregate_call(scope, name, kind, distinct, args, filter);
+        let bound = self.bind_aggregate_call(scope, call);
         self.in_aggregate -= 1;
         self.windows = windows;
         bound
     }
 
-    fn bind_aggregate_call(
+    /// The arguments of `string_agg(value, delimiter [ORDER BY …])` as the
+    /// one packed input its accumulator takes (`Func::StringAggInput`).
+    fn bind_string_agg_input(
         &mut self,
         scope: &Scope,
-        name: &str,
-        kind: AggKind,
         distinct: bool,
         args: &[FunctionArg],
-        filter: Option<&ast::Expr>,
-    ) -> SqlResult<BExpr> {
+        order_by: &[ast::OrderByExpr],
+    ) -> SqlResult<Expr> {
+        let [FunctionArg::Unnamed(FunctionArgExpr::Expr(v)), FunctionArg::Unnamed(FunctionArgExpr::Expr(d))] =
+            args
+        else {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function string_agg with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        };
+        let mut text = |e: &ast::Expr| -> SqlResult<Expr> {
+            let b = self.bind_expr(scope, e)?;
+            let e = self.resolve(b, DataType::Varchar)?;
+            if e.return_type() != DataType::Varchar {
+                return Err(SqlError::new(
+                    "42883",
+                    format!(
+                        "function string_agg({}, text) does not exist",
+                        e.return_type().pg_name()
+                    ),
+                ));
+            }
+            Ok(e)
+        };
+        let value = text(v)?;
+        let delimiter = text(d)?;
+        let mut dirs = String::new();
+        let mut keys = Vec::with_capacity(order_by.len());
+        for o in order_by {
+            let (desc, nulls_first) = super::select::order_options(&o.options)?;
+            if nulls_first != desc {
+                return Err(SqlError::unsupported(
+                    "NULLS FIRST/LAST other than the default in string_agg's ORDER BY",
+                ));
+            }
+            let b = self.bind_expr(scope, &o.expr)?;
+            let k = self.resolve(b, DataType::Varchar)?;
+            if distinct && k != value && k != delimiter {
+                return Err(SqlError::new(
+                    "42P10",
+                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                ));
+            }
+            dirs.push(if desc { 'd' } else { 'a' });
+            keys.push(k);
+        }
+        let mut packed = vec![
+            value,
+            delimiter,
+            Expr::literal(Some(ScalarValue::varchar(dirs)), DataType::Varchar),
+        ];
+        packed.extend(keys);
+        Ok(Expr::Func {
+            func: Func::StringAggInput,
+            args: packed,
+            ty: DataType::Varchar,
+        })
+    }
+
+    fn bind_aggregate_call(&mut self, scope: &Scope, call: AggCallAst<'_>) -> SqlResult<BExpr> {
+        let AggCallAst {
+            name,
+            kind,
+            distinct,
+            args,
+            order_by,
+            filter,
+        } = call;
+        let saved = std::mem::replace(
+            &mut self.ctx,
+            ExprCtx::Plain {
+                agg_error: "aggregate function calls cannot be nested",
+            },
+        );
+        let string_agg = (kind == AggKind::StringAgg)
+            .then(|| self.bind_string_agg_input(scope, distinct, args, order_by));
+        self.ctx = saved;
+        let string_agg = string_agg.transpose()?;
         let arg_ast = match args {
+            _ if string_agg.is_some() => None,
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if kind == AggKind::Count => {
                 if distinct {
                     return Err(SqlError::syntax("syntax error at or near \"*\""));
@@ -348,6 +436,7 @@ impl Binder<'_> {
             }
         };
         let (kind, arg) = match arg_ast {
+            None if string_agg.is_some() => (kind, string_agg),
             None => (AggKind::CountStar, None),
             Some(e) => {
                 let saved = std::mem::replace(
@@ -388,6 +477,17 @@ impl Binder<'_> {
         let idx = state.add_call(kind, distinct, arg, ret);
         Ok(BExpr::Typed(Expr::input_ref(idx, ret)))
     }
+}
+
+/// An aggregate call as written.
+struct AggCallAst<'a> {
+    name: &'a str,
+    kind: AggKind,
+    distinct: bool,
+    args: &'a [FunctionArg],
+    /// `ORDER BY` inside the parentheses (string_agg only).
+    order_by: &'a [ast::OrderByExpr],
+    filter: Option<&'a ast::Expr>,
 }
 
 /// Whether an expression contains an aggregate call (outside subqueries).

@@ -248,6 +248,9 @@ impl Binder<'_> {
                 }
                 return Ok(bound);
             }
+            Statement::CreateTableOnConflict(ct, on_conflict) => {
+                return self.bind_create_table_on_conflict(ct, *on_conflict)
+            }
             Statement::DropSource {
                 name,
                 if_exists,

@@ -113,6 +113,9 @@ impl Binder<'_> {
         }
         let kind = match (WindowFuncKind::from_name(name), agg_kind(name)) {
             (Some(k), _) => k,
+            (None, Some(AggKind::StringAgg)) => {
+                return Err(SqlError::unsupported("string_agg as a window function"))
+            }
             (None, Some(a)) => WindowFuncKind::Agg(a),
             (None, None) if UNSUPPORTED.contains(&name) => {
                 return Err(SqlError::unsupported(format!("window function {name}")))

@@ -95,6 +95,7 @@ pub(super) fn agg_name(kind: AggKind) -> &'static str {
         AggKind::BitAnd => "bit_and",
         AggKind::BitOr => "bit_or",
         AggKind::BitXor => "bit_xor",
+        AggKind::StringAgg => "string_agg",
     }
 }
 

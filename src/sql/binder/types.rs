@@ -96,7 +96,7 @@ pub fn number_literal(text: &str) -> SqlResult<Expr> {
     };
     match parsed {
         Some(d) => Ok(Expr::literal(
-            Some(ScalarValue::Decimal(d)),
+            Some(ScalarValue::decimal(d)),
             DataType::Decimal,
         )),
         None => Err(SqlError::new(

@@ -158,8 +158,12 @@ pub(super) fn create_sql(rel: &RelationDesc) -> String {
             }
             items.extend(watermark_sql(rel));
             let append_only = if rel.append_only { " APPEND ONLY" } else { "" };
+            let on_conflict = rel
+                .on_conflict
+                .clause()
+                .map_or(String::new(), |c| format!(" {c}"));
             format!(
-                "CREATE TABLE {name} ({}){append_only}{with}",
+                "CREATE TABLE {name} ({}){append_only}{on_conflict}{with}",
                 items.join(", ")
             )
         }

@@ -1,11 +1,14 @@
 //! Our forms of CREATE and DROP around sqlparser's `CREATE TABLE`:
 //! `CREATE SOURCE name (columns) WITH (...)`, `CREATE TABLE … APPEND ONLY`,
-//! `DROP SOURCE` and `ALTER SOURCE … SET PARALLELISM`.
+//! `CREATE TABLE … ON CONFLICT …`, `WATERMARK FOR` in the column list of
+//! either, `CREATE MATERIALIZED VIEW … EMIT ON WINDOW CLOSE`, `DROP SOURCE`
+//! and `ALTER SOURCE … SET PARALLELISM`.
 //!
 //! A source's column list and options have a table's syntax, and `APPEND
-//! ONLY` sits where sqlparser does not expect it, so both are parsed by
-//! sqlparser's own `CREATE TABLE` over the statement's tokens rewritten
-//! (`SOURCE` → `TABLE`, `APPEND ONLY` taken out).
+//! ONLY`, `ON CONFLICT` and `WATERMARK FOR` sit where sqlparser does not
+//! expect them, so all are parsed by sqlparser's own `CREATE TABLE` over
+//! the statement's tokens rewritten (`SOURCE` → `TABLE`, `APPEND ONLY`,
+//! `ON CONFLICT …` and `WATERMARK FOR …` taken out).
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -15,6 +18,7 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::{object_name, parse_parallelism, parser_error, peek_word, Statement, WatermarkSpec};
 use crate::sql::{SqlError, SqlResult};
+use crate::stream::executor::materialize::OnConflict;
 
 /// The tokens of the statement at the parser's position, up to the `;`
 /// that ends it (not consumed).
@@ -56,6 +60,48 @@ fn append_only_at(tokens: &[TokenWithSpan]) -> Option<usize> {
         }
     }
     None
+}
+
+/// Where RisingWave's `ON CONFLICT {OVERWRITE | IGNORE | DO NOTHING | DO
+/// UPDATE FULL | DO UPDATE IF NOT NULL}` stands outside parentheses, if it
+/// does: its first token, its length and the behaviour it names.
+fn on_conflict_at(tokens: &[TokenWithSpan]) -> SqlResult<Option<(usize, usize, OnConflict)>> {
+    let mut depth = 0i32;
+    for (i, t) in tokens.iter().enumerate() {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ if depth == 0
+                && is_word(t, "ON")
+                && tokens.get(i + 1).is_some_and(|n| is_word(n, "CONFLICT")) =>
+            {
+                let words = |ws: &[&str]| {
+                    ws.iter()
+                        .enumerate()
+                        .all(|(k, w)| tokens.get(i + 2 + k).is_some_and(|t| is_word(t, w)))
+                };
+                let (len, behaviour) = if words(&["OVERWRITE"]) {
+                    (1, OnConflict::Overwrite)
+                } else if words(&["IGNORE"]) {
+                    (1, OnConflict::Ignore)
+                } else if words(&["DO", "NOTHING"]) {
+                    (2, OnConflict::Ignore)
+                } else if words(&["DO", "UPDATE", "FULL"]) {
+                    (3, OnConflict::Overwrite)
+                } else if words(&["DO", "UPDATE", "IF", "NOT", "NULL"]) {
+                    (5, OnConflict::DoUpdateIfNotNull)
+                } else {
+                    return Err(SqlError::syntax(format!(
+                        "expected OVERWRITE, IGNORE, DO NOTHING, DO UPDATE FULL or DO UPDATE IF NOT NULL after ON CONFLICT, found \"{}\"",
+                        tokens.get(i + 2).map_or(Token::EOF, |t| t.token.clone())
+                    )));
+                };
+                return Ok(Some((i, 2 + len, behaviour)));
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// Where `WATERMARK FOR` stands in the column list, if it does.
@@ -149,6 +195,7 @@ pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
     let source = tokens.get(1).is_some_and(|t| is_word(t, "SOURCE"));
     let append = append_only_at(&tokens);
     let watermark_start = watermark_at(&tokens);
+    let conflict = on_conflict_at(&tokens)?;
     if !source && append.is_none() {
         if watermark_start.is_some() {
             return Err(SqlError::new(
@@ -156,9 +203,20 @@ pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
                 "WATERMARK is only supported on sources and APPEND ONLY tables",
             ));
         }
-        return Ok(None);
+        if conflict.is_none() {
+            return Ok(None);
+        }
+    }
+    if conflict.is_some() && (source || append.is_some()) {
+        return Err(SqlError::new(
+            "0A000",
+            "ON CONFLICT is only supported on a table with a primary key",
+        ));
     }
     let mut rewritten = tokens.clone();
+    if let Some((i, len, _)) = conflict {
+        rewritten.drain(i..i + len);
+    }
     let watermark = match watermark_start {
         Some(start) => Some(take_watermark(&mut rewritten, start)?),
         None => None,
@@ -189,6 +247,8 @@ pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
     }
     Ok(Some(if source {
         Statement::CreateSource(Box::new(table), watermark)
+    } else if let Some((_, _, on_conflict)) = conflict {
+        Statement::CreateTableOnConflict(Box::new(table), on_conflict)
     } else {
         Statement::CreateAppendOnlyTable(Box::new(table), watermark)
     }))
@@ -283,6 +343,46 @@ mod tests {
             one("CREATE TABLE t (append int, only int)"),
             Statement::Sql(_)
         ));
+        for (sql, want) in [
+            (
+                "CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT IGNORE",
+                OnConflict::Ignore,
+            ),
+            (
+                "CREATE TABLE t (a int PRIMARY KEY) on conflict do nothing",
+                OnConflict::Ignore,
+            ),
+            (
+                "CREATE TABLE t (a int, PRIMARY KEY (a)) ON CONFLICT OVERWRITE WITH (x = 1)",
+                OnConflict::Overwrite,
+            ),
+            (
+                "CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT DO UPDATE FULL",
+                OnConflict::Overwrite,
+            ),
+            (
+                "CREATE TABLE t (a int PRIMARY KEY, b int) ON CONFLICT DO UPDATE IF NOT NULL",
+                OnConflict::DoUpdateIfNotNull,
+            ),
+        ] {
+            let Statement::CreateTableOnConflict(t, got) = one(sql) else {
+                panic!("{sql}")
+            };
+            assert_eq!(got, want, "{sql}");
+            assert_eq!(t.columns.len(), if sql.contains(" b ") { 2 } else { 1 });
+        }
+        assert_eq!(
+            parse("CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT DO UPDATE")
+                .unwrap_err()
+                .code,
+            "42601"
+        );
+        assert_eq!(
+            parse("CREATE TABLE t (a int) APPEND ONLY ON CONFLICT IGNORE")
+                .unwrap_err()
+                .code,
+            "0A000"
+        );
         let v = parse("CREATE SOURCE s (a int); SELECT 1").unwrap();
         assert_eq!(v.len(), 2);
         assert!(matches!(

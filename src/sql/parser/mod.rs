@@ -68,8 +68,13 @@ pub enum Statement {
     CreateSource(Box<sqlparser::ast::CreateTable>, Option<WatermarkSpec>),
     /// `CREATE TABLE … APPEND ONLY [WITH (…)]`.
     CreateAppendOnlyTable(Box<sqlparser::ast::CreateTable>, Option<WatermarkSpec>),
+    /// `CREATE TABLE … ON CONFLICT … [WITH (…)]`.
+    CreateTableOnConflict(
+        Box<sqlparser::ast::CreateTable>,
+        crate::stream::executor::materialize::OnConflict,
+    ),
     /// `CREATE MATERIALIZED VIEW … AS query EMIT ON WINDOW CLOSE`: the
-    /// statement without its last three words.
+    /// statement without its last four words.
     EmitOnWindowClose(Box<sqlparser::ast::Statement>),
     /// `DROP SOURCE [IF EXISTS] name [CASCADE | RESTRICT]`
     DropSource {

@@ -2,10 +2,16 @@
 //! relation's pk, and forwards the changes downstream.
 //!
 //! For tables (`handle_conflicts`), the input comes from DML and may not be
-//! consistent with the stored rows: an insert on an existing key overwrites
-//! it (emitted as an update), a delete or update names a row by its key and
-//! the stored version is the one retracted, and a delete of a missing key
-//! is dropped. MVs trust their input and apply it as is.
+//! consistent with the stored rows: an insert on an existing key is
+//! resolved by the table's [`OnConflict`] (by default it overwrites the
+//! row, emitted as an update), a delete or update names a row by its key
+//! and the stored version is the one retracted, and a delete of a missing
+//! key is dropped. MVs trust their input and apply it as is.
+//!
+//! The resolution reads the stored row of the key from the state table,
+//! which holds every vnode the actor owns (committed rows and this epoch's
+//! writes), so it stays right when a scale hands a vnode to another actor:
+//! the new owner reads what the old one committed.
 
 use async_trait::async_trait;
 
@@ -16,6 +22,49 @@ use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
 
+/// What an insert on a table's existing primary key does: `CREATE TABLE …
+/// ON CONFLICT {OVERWRITE | IGNORE | DO UPDATE IF NOT NULL}` (RisingWave's
+/// syntax; `DO UPDATE FULL` is OVERWRITE and `DO NOTHING` is IGNORE).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum OnConflict {
+    /// The new row replaces the old one (downstream sees an update).
+    #[default]
+    Overwrite,
+    /// The old row stays; the insert is dropped.
+    Ignore,
+    /// Each non-NULL column of the new row overwrites the old value; NULL
+    /// columns keep it.
+    DoUpdateIfNotNull,
+}
+
+impl OnConflict {
+    /// The clause as `SHOW CREATE TABLE` prints it (`None` for the default).
+    pub fn clause(self) -> Option<&'static str> {
+        match self {
+            OnConflict::Overwrite => None,
+            OnConflict::Ignore => Some("ON CONFLICT IGNORE"),
+            OnConflict::DoUpdateIfNotNull => Some("ON CONFLICT DO UPDATE IF NOT NULL"),
+        }
+    }
+
+    /// The row to store for an insert of `new` where `old` is stored, or
+    /// `None` to keep `old` as it is.
+    fn resolve(self, old: &Row, new: Row) -> Option<Row> {
+        let merged = match self {
+            OnConflict::Overwrite => new,
+            OnConflict::Ignore => return None,
+            OnConflict::DoUpdateIfNotNull => new
+                .into_iter()
+                .zip(old)
+                .map(|(n, o)| if n.is_some() { n } else { o.clone() })
+                .collect(),
+        };
+        (merged != *old).then_some(merged)
+    }
+}
+
 pub struct MaterializeExecutor {
     table: StateTable,
     pk: Vec<usize>,
@@ -24,6 +73,8 @@ pub struct MaterializeExecutor {
     /// follows from the pk alone).
     dist_in_pk: bool,
     handle_conflicts: bool,
+    /// How an insert on an existing key is resolved (tables only).
+    on_conflict: OnConflict,
     /// Inserts carry fresh keys (hidden row ids): skip the lookup.
     inserts_are_new: bool,
 }
@@ -43,8 +94,16 @@ impl MaterializeExecutor {
             dist_key,
             dist_in_pk,
             handle_conflicts,
+            on_conflict: OnConflict::Overwrite,
             inserts_are_new,
         }
+    }
+
+    /// Resolve inserts on existing keys by `on_conflict` instead of
+    /// overwriting.
+    pub fn with_on_conflict(mut self, on_conflict: OnConflict) -> Self {
+        self.on_conflict = on_conflict;
+        self
     }
 
     fn pk_of(&self, row: &Row) -> Vec<Datum> {
@@ -119,11 +178,12 @@ impl Executor for MaterializeExecutor {
                     self.current(&row).await?
                 };
                 match old {
-                    Some(old) if old == row => {}
                     Some(old) => {
-                        result.push(Op::UpdateDelete, old);
-                        self.put(&row);
-                        result.push(Op::UpdateInsert, row);
+                        if let Some(row) = self.on_conflict.resolve(&old, row) {
+                            result.push(Op::UpdateDelete, old);
+                            self.put(&row);
+                            result.push(Op::UpdateInsert, row);
+                        }
                     }
                     None => {
                         self.put(&row);
@@ -154,5 +214,40 @@ impl Executor for MaterializeExecutor {
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
         self.table.update_vnodes(new.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OnConflict;
+    use crate::common::{Row, ScalarValue};
+
+    fn row(k: i32, v: Option<i32>, w: Option<&str>) -> Row {
+        vec![
+            Some(ScalarValue::Int32(k)),
+            v.map(ScalarValue::Int32),
+            w.map(ScalarValue::varchar),
+        ]
+    }
+
+    #[test]
+    fn conflicts_resolve_by_behaviour() {
+        let old = row(1, Some(10), Some("a"));
+        let new = row(1, Some(11), None);
+        assert_eq!(
+            OnConflict::Overwrite.resolve(&old, new.clone()),
+            Some(new.clone())
+        );
+        assert_eq!(OnConflict::Ignore.resolve(&old, new.clone()), None);
+        assert_eq!(
+            OnConflict::DoUpdateIfNotNull.resolve(&old, new),
+            Some(row(1, Some(11), Some("a")))
+        );
+        // Nothing changes: nothing to emit.
+        assert_eq!(
+            OnConflict::DoUpdateIfNotNull.resolve(&old, row(1, None, Some("a"))),
+            None
+        );
+        assert_eq!(OnConflict::Overwrite.resolve(&old, old.clone()), None);
     }
 }

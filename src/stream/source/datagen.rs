@@ -230,7 +230,7 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                 DataType::Int64 => ScalarValue::Int64(int()),
                 DataType::Float32 => ScalarValue::float32((min + unit * span) as f32),
                 DataType::Float64 => ScalarValue::float64(min + unit * span),
-                DataType::Decimal => ScalarValue::Decimal(
+                DataType::Decimal => ScalarValue::decimal(
                     Decimal::from_f64_retain(min + unit * span)
                         .unwrap_or_default()
                         .round_dp(4),

@@ -13,6 +13,7 @@ fn ddl_create_table() {
             if_not_exists,
             append_only: false,
             watermark: None,
+            ..
         } => {
             assert_eq!(name, "foo");
             assert!(if_not_exists);

@@ -39,6 +39,7 @@ fn rel(
         with_options: BTreeMap::new(),
         append_only: false,
         watermark: None,
+        on_conflict: Default::default(),
     })
 }
 
