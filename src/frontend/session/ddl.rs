@@ -183,6 +183,7 @@ impl LocalSession {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn create_table(
         &self,
         name: String,
@@ -208,6 +209,7 @@ impl LocalSession {
         .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn create_mv(
         &self,
         name: String,

@@ -59,10 +59,10 @@ pub fn progress_types() -> Vec<DataType> {
 fn watermark_to_i64(v: &ScalarValue) -> Option<i64> {
     match v {
         ScalarValue::Timestamp(t) => Some(t.and_utc().timestamp_micros()),
-        ScalarValue::Date(d) => Some(i64::from(
+        ScalarValue::Date(d) => Some(
             d.signed_duration_since(chrono::NaiveDate::default())
                 .num_days(),
-        )),
+        ),
         other => other.as_i64(),
     }
 }
