@@ -226,6 +226,28 @@ impl MetaState {
 }
 
 impl Meta {
+    /// `SET PARALLELISM`: plan and apply under the DDL lock. A plan made
+    /// before taking it may be stale when applied (an adaptive rescale or
+    /// a recovery moved the fragments in between) and would be refused.
+    /// `None` when nothing had to move.
+    pub async fn apply_parallelism(
+        &self,
+        fragments: &[FragmentId],
+        parallelism: Parallelism,
+        explicit_fragment: bool,
+        statement: &str,
+        kind: ScaleKind,
+    ) -> MetaResult<Option<ScaleSummary>> {
+        let _ddl = self.ddl_lock.lock().await;
+        let plan = self.plan_parallelism(fragments, parallelism, explicit_fragment)?;
+        if plan.is_empty() {
+            return Ok(None);
+        }
+        self.apply_reschedule_locked(plan, statement, kind)
+            .await
+            .map(Some)
+    }
+
     /// The plan that gives every hash fragment of a job `parallelism`
     /// actors (singleton fragments keep their one actor).
     pub fn plan_parallelism(

@@ -288,7 +288,6 @@ impl LocalSession {
             }
             ParallelismTarget::Fragment(f) => (vec![*f], None, true),
         };
-        let plan = self.meta.plan_parallelism(&fragments, p, explicit)?;
         let shown = p.display().to_uppercase();
         let statement = match &target {
             ParallelismTarget::Relation(r) => {
@@ -303,21 +302,18 @@ impl LocalSession {
                 format!("ALTER FRAGMENT {f} SET PARALLELISM = {shown}")
             }
         };
-        if plan.is_empty() {
+        let kind = match table {
+            Some(t) => ScaleKind::Job(t, p),
+            None => ScaleKind::Manual,
+        };
+        let applied = self
+            .meta
+            .apply_parallelism(&fragments, p, explicit, &statement, kind)
+            .await?;
+        if applied.is_none() {
             if let Some(t) = table {
                 self.meta.set_parallelism(t, p);
             }
-        } else {
-            self.meta
-                .apply_reschedule(
-                    plan,
-                    &statement,
-                    match table {
-                        Some(t) => ScaleKind::Job(t, p),
-                        None => ScaleKind::Manual,
-                    },
-                )
-                .await?;
         }
         Ok(command(match target {
             ParallelismTarget::Relation(r) => match r.kind {
