@@ -72,7 +72,9 @@ pub struct LogTail {
 }
 
 impl LogTail {
-    const KEEP: usize = 200;
+    // Enough for the actor-failure cascade of a recovery (a line per
+    // actor of every job) to leave the line that caused it in view.
+    const KEEP: usize = 5000;
 
     fn push(&self, line: String) {
         let mut guard = self.lines.lock().unwrap_or_else(|e| e.into_inner());
