@@ -43,6 +43,7 @@ struct Recorded {
     connections: IntCounter,
     agg_cache_bytes: IntGauge,
     agg_cache_groups: IntGauge,
+    join_cache_rows: IntGauge,
     store_cache_bytes: IntGauge,
     store_write_bytes: IntGauge,
     store_compaction_bytes: IntGauge,
@@ -94,6 +95,10 @@ fn build() -> prometheus::Result<Recorded> {
         "ebbflow_agg_cache_groups",
         "Groups the hash aggregations of this process hold in memory",
     )?;
+    let join_cache_rows = IntGauge::new(
+        "ebbflow_join_cache_rows",
+        "Rows the hash joins of this process hold in memory (both sides)",
+    )?;
     let store_cache_bytes = IntGauge::new(
         "ebbflow_store_cache_bytes",
         "Bytes of state-file blocks and indexes cached in memory by this process's state store",
@@ -111,6 +116,7 @@ fn build() -> prometheus::Result<Recorded> {
     registry.register(Box::new(store_write_bytes.clone()))?;
     registry.register(Box::new(agg_cache_bytes.clone()))?;
     registry.register(Box::new(agg_cache_groups.clone()))?;
+    registry.register(Box::new(join_cache_rows.clone()))?;
     registry.register(Box::new(barrier_latency.clone()))?;
     registry.register(Box::new(committed_epoch.clone()))?;
     registry.register(Box::new(rows_in.clone()))?;
@@ -129,6 +135,7 @@ fn build() -> prometheus::Result<Recorded> {
         connections,
         agg_cache_bytes,
         agg_cache_groups,
+        join_cache_rows,
         store_cache_bytes,
         store_write_bytes,
         store_compaction_bytes,
@@ -181,6 +188,13 @@ pub fn agg_cache_changed(bytes: i64, groups: i64) {
     if let Some(r) = RECORDED.as_ref() {
         r.agg_cache_bytes.add(bytes);
         r.agg_cache_groups.add(groups);
+    }
+}
+
+/// The hash joins' caches hold `rows` more rows (negative: fewer).
+pub fn join_cache_changed(rows: i64) {
+    if let Some(r) = RECORDED.as_ref() {
+        r.join_cache_rows.add(rows);
     }
 }
 

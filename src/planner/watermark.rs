@@ -3,14 +3,15 @@
 //! rules; see "Watermarks" in `stream::message`), and where `EMIT ON
 //! WINDOW CLOSE` applies.
 
-use super::logical::LogicalPlan;
+use super::logical::{JoinKind, LogicalPlan};
 use super::PlanError;
 
 impl LogicalPlan {
     /// The output columns with a watermark: a relation's `WATERMARK FOR`
     /// column, carried through filters, monotone projections (`time -
     /// INTERVAL …`, `tumble_start`), time windows (to `window_start` and
-    /// `window_end`) and grouping keys. Joins pass none yet.
+    /// `window_end`), grouping keys, and equi-join keys with a watermark on
+    /// both sides (on the sides never padded with NULLs).
     pub fn watermark_columns(&self) -> Vec<usize> {
         match self {
             LogicalPlan::Scan { relation } => relation.watermark.iter().map(|w| w.column).collect(),
@@ -42,6 +43,26 @@ impl LogicalPlan {
                 (0..group_by.len())
                     .filter(|&k| inner.contains(&group_by[k]))
                     .collect()
+            }
+            LogicalPlan::Join {
+                left,
+                right,
+                kind,
+                on,
+                ..
+            } if !kind.left_only() => {
+                let (l, r) = (left.watermark_columns(), right.watermark_columns());
+                let n = left.fields().len();
+                let mut cols = Vec::new();
+                for &(a, b) in on.iter().filter(|(a, b)| l.contains(a) && r.contains(b)) {
+                    if matches!(kind, JoinKind::Inner | JoinKind::Left) {
+                        cols.push(a);
+                    }
+                    if matches!(kind, JoinKind::Inner | JoinKind::Right) {
+                        cols.push(n + b);
+                    }
+                }
+                cols
             }
             _ => Vec::new(),
         }

@@ -6,6 +6,17 @@
 //! since the actor started. Outer joins keep no degree table: whether a row
 //! has partners is recomputed from the other side's rows of the same key,
 //! which is exact under any order of changes.
+//!
+//! # Window joins
+//!
+//! When both inputs have a watermark on the same join key (the window
+//! start of two windowed aggregations, say), no row of a key below the
+//! least of the two can come any more, from either side, as an insert or
+//! a retraction: such rows can never match again or be retracted. At
+//! each barrier where that bound rises the join drops them from state and
+//! cache (first reading every owned vnode into the cache once, so the
+//! cache holds every stored key), and announces the bound as the
+//! watermark of the key's output column(s) that are never NULL-padded.
 
 use std::collections::HashMap;
 
@@ -14,10 +25,10 @@ use async_trait::async_trait;
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::vnode_of;
 use crate::common::order::JoinKind;
-use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
+use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::Expr;
 use crate::storage::StateTable;
-use crate::stream::message::Barrier;
+use crate::stream::message::{Barrier, Watermark};
 use crate::stream::StreamResult;
 
 /// One input of the join.
@@ -29,6 +40,12 @@ pub struct JoinSide {
     /// Rows keyed `join key ++ pk`.
     pub table: StateTable,
     cache: HashMap<Vec<Datum>, Vec<Row>>,
+    /// Owned vnodes whose every stored key is in `cache`: a key of theirs
+    /// missing from it has no rows.
+    complete: Bitmap,
+    /// Rows in `cache`, and as last reported to the metrics.
+    cached_rows: i64,
+    reported_rows: i64,
 }
 
 impl JoinSide {
@@ -39,6 +56,9 @@ impl JoinSide {
             width,
             table,
             cache: HashMap::new(),
+            complete: Bitmap::empty(),
+            cached_rows: 0,
+            reported_rows: 0,
         }
     }
 
@@ -58,16 +78,25 @@ impl JoinSide {
         self.pk.iter().all(|&i| a[i] == b[i])
     }
 
+    fn vnode_of_key(&self, key: &[Datum]) -> crate::common::VirtualNode {
+        let dist: Vec<usize> = (0..self.keys.len()).collect();
+        vnode_of(key, &dist)
+    }
+
     /// Make sure the rows of `key` are cached.
     pub(super) async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
         if !self.cache.contains_key(key) {
-            let rows = self
-                .table
-                .scan_prefix(key)
-                .await?
-                .into_iter()
-                .map(|(_, v)| v)
-                .collect();
+            let rows: Vec<Row> = if self.complete.contains(self.vnode_of_key(key)) {
+                Vec::new()
+            } else {
+                self.table
+                    .scan_prefix(key)
+                    .await?
+                    .into_iter()
+                    .map(|(_, v)| v)
+                    .collect()
+            };
+            self.cached_rows += rows.len() as i64;
             self.cache.insert(key.to_vec(), rows);
         }
         Ok(())
@@ -80,6 +109,7 @@ impl JoinSide {
     pub(super) fn insert(&mut self, key: Vec<Datum>, row: Row) {
         let pk = self.state_pk(&row);
         self.table.put(&pk, &row);
+        self.cached_rows += 1;
         self.cache.entry(key).or_default().push(row);
     }
 
@@ -93,8 +123,73 @@ impl JoinSide {
                 .position(|r| pk_cols.iter().all(|&i| r[i] == row[i]))
             {
                 rows.swap_remove(pos);
+                self.cached_rows -= 1;
             }
         }
+    }
+
+    /// Read every stored row of the owned vnodes not yet complete into
+    /// the cache (keys already cached are newer there).
+    async fn load_all(&mut self) -> StreamResult<()> {
+        let missing: Vec<_> = self
+            .table
+            .vnodes()
+            .iter()
+            .filter(|&v| !self.complete.contains(v))
+            .collect();
+        let n = self.keys.len();
+        for vnode in missing {
+            let mut read: HashMap<Vec<Datum>, Vec<Row>> = HashMap::new();
+            for (pk, row) in self.table.scan_vnode(vnode).await? {
+                let key = pk[..n.min(pk.len())].to_vec();
+                if !self.cache.contains_key(&key) {
+                    read.entry(key).or_default().push(row);
+                }
+            }
+            for (key, rows) in read {
+                self.cached_rows += rows.len() as i64;
+                self.cache.insert(key, rows);
+            }
+            self.complete.set(vnode, true);
+            tokio::task::yield_now().await;
+        }
+        Ok(())
+    }
+
+    /// Drop from state and cache every row whose join key `k` is below
+    /// `bound` (see "Window joins" above).
+    async fn clean_below(&mut self, k: usize, bound: &ScalarValue) -> StreamResult<()> {
+        self.load_all().await?;
+        let below: Vec<Vec<Datum>> = self
+            .cache
+            .keys()
+            .filter(|key| key[k].as_ref().is_some_and(|v| v < bound))
+            .cloned()
+            .collect();
+        for key in below {
+            if let Some(rows) = self.cache.remove(&key) {
+                self.cached_rows -= rows.len() as i64;
+                for row in &rows {
+                    let pk = self.state_pk(row);
+                    self.table.delete(&pk);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Commit the side's state at a barrier and report its cache size.
+    pub(super) fn commit(&mut self, barrier: &Barrier) -> StreamResult<()> {
+        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        crate::metrics::join_cache_changed(self.cached_rows - self.reported_rows);
+        self.reported_rows = self.cached_rows;
+        Ok(())
+    }
+}
+
+impl Drop for JoinSide {
+    fn drop(&mut self) {
+        crate::metrics::join_cache_changed(-self.reported_rows);
     }
 }
 
@@ -107,9 +202,12 @@ impl JoinSide {
         if subset {
             let dist: Vec<usize> = (0..self.keys.len()).collect();
             self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+            self.complete = Bitmap::from_vnodes(self.complete.iter().filter(|v| new.contains(*v)));
         } else {
             self.cache.clear();
+            self.complete = Bitmap::empty();
         }
+        self.cached_rows = self.cache.values().map(|r| r.len() as i64).sum();
     }
 }
 
@@ -119,6 +217,10 @@ pub struct HashJoinExecutor {
     /// Over `left ++ right`.
     condition: Option<Expr>,
     actor_id: u32,
+    /// Per join key position, the highest watermark each side was given.
+    watermarks: HashMap<usize, [Option<ScalarValue>; 2]>,
+    /// The bound below which state was last cleaned, per key position.
+    cleaned: HashMap<usize, ScalarValue>,
 }
 
 impl HashJoinExecutor {
@@ -134,7 +236,24 @@ impl HashJoinExecutor {
             sides: [left, right],
             condition,
             actor_id,
+            watermarks: HashMap::new(),
+            cleaned: HashMap::new(),
         }
+    }
+
+    /// Per join key position with a watermark on both sides, the least of
+    /// the two: no row of either side comes with that key below it.
+    fn key_bounds(&self) -> Vec<(usize, ScalarValue)> {
+        let mut out: Vec<(usize, ScalarValue)> = self
+            .watermarks
+            .iter()
+            .filter_map(|(&k, [l, r])| match (l, r) {
+                (Some(l), Some(r)) => Some((k, l.min(r).clone())),
+                _ => None,
+            })
+            .collect();
+        out.sort_by_key(|(k, _)| *k);
+        out
     }
 
     fn preserved(&self, side: usize) -> bool {
@@ -280,13 +399,55 @@ impl Executor for HashJoinExecutor {
         Ok(())
     }
 
+    /// A watermark on the same join key of both inputs bounds that key
+    /// (see "Window joins" above); it is the watermark of the key's output
+    /// columns on the sides never padded with NULLs.
+    async fn process_watermarks(
+        &mut self,
+        inputs: &[Vec<Watermark>],
+    ) -> StreamResult<Vec<Watermark>> {
+        for (side, list) in inputs.iter().take(2).enumerate() {
+            for w in list {
+                for k in 0..self.sides[side].keys.len() {
+                    if self.sides[side].keys[k] != w.column {
+                        continue;
+                    }
+                    let slot = &mut self.watermarks.entry(k).or_default()[side];
+                    if slot.as_ref().is_none_or(|v| w.value > *v) {
+                        *slot = Some(w.value.clone());
+                    }
+                }
+            }
+        }
+        let left_width = self.sides[0].width;
+        let mut out = Vec::new();
+        for (k, bound) in self.key_bounds() {
+            if !self.preserved(1) {
+                out.push(Watermark::new(self.sides[0].keys[k], bound.clone()));
+            }
+            if !self.preserved(0) {
+                out.push(Watermark::new(left_width + self.sides[1].keys[k], bound));
+            }
+        }
+        Ok(out)
+    }
+
     async fn process_barrier(
         &mut self,
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
     ) -> StreamResult<()> {
+        for (k, bound) in self.key_bounds() {
+            if self.cleaned.get(&k).is_some_and(|c| *c >= bound) {
+                continue;
+            }
+            for s in &mut self.sides {
+                s.clean_below(k, &bound).await?;
+            }
+            self.cleaned.insert(k, bound);
+        }
         for s in &mut self.sides {
-            let _committed = s.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+            s.commit(barrier)?;
         }
         Ok(())
     }
@@ -295,12 +456,14 @@ impl Executor for HashJoinExecutor {
         for s in &mut self.sides {
             s.update_vnodes(new);
         }
+        // Vnodes brought in may hold rows below the bounds.
+        self.cleaned.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_utils::{store, table};
+    use super::super::test_utils::{barrier, store, table};
     use super::*;
     use crate::common::DataType;
 
@@ -350,5 +513,63 @@ mod tests {
         got.sort();
         assert_eq!(got, vec!["+ 1 7 10 7", "+ 2 7 10 7"]);
         assert_eq!(feed(&mut j, 0, "U- 1 7\nU+ 1 8").await, vec!["- 1 7 10 7"]);
+    }
+
+    #[tokio::test]
+    async fn a_watermark_on_a_key_of_both_sides_drops_the_rows_below_it() {
+        let mut j = join(JoinKind::Inner);
+        feed(&mut j, 0, "+ 1 7\n+ 2 8").await;
+        feed(&mut j, 1, "+ 10 7\n+ 11 9").await;
+        let wm = |v| vec![Watermark::new(1, ScalarValue::Int64(v))];
+        // One side alone bounds nothing.
+        let out = j.process_watermarks(&[wm(8), vec![]]).await.unwrap();
+        assert!(out.is_empty());
+        let out = j.process_watermarks(&[vec![], wm(9)]).await.unwrap();
+        let both = |v| {
+            vec![
+                Watermark::new(1, ScalarValue::Int64(v)),
+                Watermark::new(3, ScalarValue::Int64(v)),
+            ]
+        };
+        assert_eq!(out, both(8), "the least of the two, kept from before");
+        j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
+        assert_eq!(j.sides[0].cached_rows + j.sides[1].cached_rows, 2);
+        for side in &j.sides {
+            let key7 = side.table.scan_prefix(&[Some(ScalarValue::Int64(7))]);
+            assert!(key7.await.unwrap().is_empty(), "key 7 stays stored");
+        }
+        assert_eq!(feed(&mut j, 1, "+ 12 8").await, vec!["+ 2 8 12 8"]);
+        // A left join announces the left key only.
+        let mut l = join(JoinKind::Left);
+        let out = l.process_watermarks(&[wm(8), wm(9)]).await.unwrap();
+        assert_eq!(out, both(8)[..1]);
+    }
+
+    #[tokio::test]
+    async fn cleaning_reads_the_rows_stored_before_a_restart() {
+        let s = store();
+        let ty = vec![DataType::Int64, DataType::Int64];
+        let side = |id| {
+            JoinSide::new(
+                vec![1],
+                vec![0],
+                2,
+                table(&s, id, ty.clone(), vec![0], Some(ty.clone())),
+            )
+        };
+        let mut j = HashJoinExecutor::new(JoinKind::Inner, side(1), side(2), None, 0);
+        feed(&mut j, 0, "+ 1 7\n+ 2 8").await;
+        feed(&mut j, 1, "+ 10 7").await;
+        j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
+        // A new actor over the same state: nothing cached.
+        let mut j = HashJoinExecutor::new(JoinKind::Inner, side(1), side(2), None, 0);
+        let wm = vec![Watermark::new(1, ScalarValue::Int64(8))];
+        j.process_watermarks(&[wm.clone(), wm]).await.unwrap();
+        j.process_barrier(&barrier(3), &mut vec![]).await.unwrap();
+        assert_eq!(j.sides[0].cached_rows, 1, "key 8 read, key 7 dropped");
+        let key7 = j.sides[0].table.scan_prefix(&[Some(ScalarValue::Int64(7))]);
+        assert!(key7.await.unwrap().is_empty());
+        // A new key of a complete vnode is known to have no rows.
+        assert_eq!(feed(&mut j, 1, "+ 11 8").await, vec!["+ 2 8 11 8"]);
     }
 }

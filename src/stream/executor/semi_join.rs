@@ -315,10 +315,7 @@ impl Executor for SemiJoinExecutor {
             .left
             .table
             .commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        let _committed = self
-            .right
-            .table
-            .commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        self.right.commit(barrier)?;
         Ok(())
     }
 
