@@ -6,19 +6,25 @@
 //! on every run, 100 µs of event time apart) feeds three MVs of one-second
 //! tumbling windows: `closed` (per window, `EMIT ON WINDOW CLOSE`), `open`
 //! (the same, emitting every change) and `per_auction` (per auction and
-//! window, `EMIT ON WINDOW CLOSE`: many groups per window). While the
+//! window, `EMIT ON WINDOW CLOSE`: many groups per window), and a window
+//! join `joined` of two per-auction-and-window aggregations on auction and
+//! window (checked against `pairs`, the same figures in one aggregation).
+//! While the
 //! events flow, random `ALTER MATERIALIZED VIEW … SET PARALLELISM` and
 //! `ALTER SOURCE … SET PARALLELISM` move the jobs around, and the process's
 //! `ebbflow_agg_cache_groups` gauge (every aggregation group in memory,
-//! which is every stored group) is sampled from `/metrics`.
+//! which is every stored group) and `ebbflow_join_cache_rows` are sampled
+//! from `/metrics`.
 //!
 //! Checked at the end, once every bid has been counted:
 //! - state stayed flat: the most groups held at once is a small fraction
-//!   of the groups `per_auction` emitted (each one held for a while and
+//!   of the per-auction groups the run made (each one held for a while and
 //!   dropped when its window closed), and the series is printed;
 //! - `closed` holds exactly the windows of `open` that the final watermark
 //!   closed, with the same counts and sums, each once;
-//! - `per_auction`'s counts add up, per closed window, to `closed`'s.
+//! - `per_auction`'s counts add up, per closed window, to `closed`'s;
+//! - `joined` equals `pairs`, and the join held a small fraction of its
+//!   rows at once.
 //!
 //! Environment: `WATERMARK_EVENTS` (events of the stream, 400000: 40 s of
 //! event time), `WATERMARK_SEED` (the scale operations, 1),
@@ -120,7 +126,20 @@ fn windows_close_once_and_state_stays_flat_while_jobs_scale() {
              CREATE MATERIALIZED VIEW per_auction AS
                SELECT auction, window_start, count(*) AS n
                FROM TUMBLE(bid, date_time, INTERVAL '1' SECOND)
-               GROUP BY auction, window_start EMIT ON WINDOW CLOSE;"
+               GROUP BY auction, window_start EMIT ON WINDOW CLOSE;
+             CREATE MATERIALIZED VIEW pairs AS
+               SELECT auction, window_start, count(*) AS n, max(price) AS top
+               FROM TUMBLE(bid, date_time, INTERVAL '1' SECOND)
+               GROUP BY auction, window_start;
+             CREATE MATERIALIZED VIEW joined AS
+               SELECT c.auction, c.window_start, c.n, m.top
+               FROM (SELECT auction, window_start, count(*) AS n
+                     FROM TUMBLE(bid, date_time, INTERVAL '1' SECOND)
+                     GROUP BY auction, window_start) c
+               JOIN (SELECT auction, window_start, max(price) AS top
+                     FROM TUMBLE(bid, date_time, INTERVAL '1' SECOND)
+                     GROUP BY auction, window_start) m
+               ON c.auction = m.auction AND c.window_start = m.window_start;"
         ))
         .await
         .expect("setup");
@@ -128,6 +147,7 @@ fn windows_close_once_and_state_stays_flat_while_jobs_scale() {
         let started = Instant::now();
         let mut rng = Lcg(seed);
         let mut samples: Vec<(f64, i64, i64)> = Vec::new();
+        let mut join_samples: Vec<f64> = Vec::new();
         let mut scales = 0;
         loop {
             if started.elapsed() > timeout {
@@ -154,14 +174,20 @@ fn windows_close_once_and_state_stays_flat_while_jobs_scale() {
                 );
             }
             let groups = gauge(metrics_port, "ebbflow_agg_cache_groups").await;
+            let join_rows = gauge(metrics_port, "ebbflow_join_cache_rows").await;
             let counted = one_i64(&c, "SELECT sum(n)::bigint FROM open").await;
             let emitted = one_i64(&c, "SELECT count(*) FROM per_auction").await;
             samples.push((groups, counted, emitted));
+            join_samples.push(join_rows);
             let reading = one_i64(&c, "SELECT count(*) FROM rw_source_progress WHERE NOT done").await;
             if counted >= bids && reading == 0 {
                 break;
             }
-            let sql = match rng.next(4) {
+            let sql = match rng.next(5) {
+                4 => format!(
+                    "ALTER MATERIALIZED VIEW joined SET PARALLELISM = {}",
+                    1 + rng.next(4)
+                ),
                 0 => format!(
                     "ALTER MATERIALIZED VIEW closed SET PARALLELISM = {}",
                     1 + rng.next(4)
@@ -249,6 +275,37 @@ fn windows_close_once_and_state_stays_flat_while_jobs_scale() {
             panic!("per-auction counts do not add up (window, closed, per_auction): {rows:?}");
         }
 
+        // The window join: every (auction, window) pair of `open`'s bids,
+        // its count and top price, each once.
+        let pairs = one_i64(&c, "SELECT count(*) FROM pairs").await;
+        let differ = one_i64(
+            &c,
+            "SELECT count(*) FROM pairs p FULL JOIN joined j \
+               ON p.auction = j.auction AND p.window_start = j.window_start \
+             WHERE j.n IS NULL OR p.n IS NULL OR j.n <> p.n OR j.top <> p.top",
+        )
+        .await;
+        assert_eq!(differ, 0, "the window join differs from `pairs`");
+        let joined = one_i64(&c, "SELECT count(*) FROM joined").await;
+        let joined_bids = one_i64(&c, "SELECT sum(n)::bigint FROM joined").await;
+        let joined_distinct = one_i64(
+            &c,
+            "SELECT count(*) FROM (SELECT DISTINCT auction, window_start FROM joined) d",
+        )
+        .await;
+        assert_eq!(
+            (joined, joined_distinct, joined_bids),
+            (pairs, pairs, bids),
+            "the window join lost or repeated a pair"
+        );
+        let join_most = join_samples.iter().copied().fold(0.0, f64::max);
+        eprintln!("watermark: window join held at most {join_most} rows; samples {join_samples:?}");
+        assert!(
+            join_most < joined as f64 / 2.0,
+            "window join state did not stay flat: {join_most} rows held at once, \
+             {joined} pairs: {join_samples:?}"
+        );
+
         let emitted = one_i64(&c, "SELECT count(*) FROM per_auction").await;
         let most = samples.iter().map(|s| s.0).fold(0.0, f64::max);
         eprintln!(
@@ -258,9 +315,13 @@ fn windows_close_once_and_state_stays_flat_while_jobs_scale() {
              {samples:?}"
         );
         assert!(emitted > 1000, "too few groups to tell: {emitted}");
+        // Four aggregations keep a group per auction and window
+        // (`per_auction`, `pairs` and the two of `joined`), each of them
+        // all `emitted` groups over the run.
+        let held = 4.0 * emitted as f64;
         assert!(
-            most < emitted as f64 / 4.0,
-            "state did not stay flat: {most} groups held at once, {emitted} emitted: {samples:?}"
+            most < held / 4.0,
+            "state did not stay flat: {most} groups held at once, {held} over the run: {samples:?}"
         );
     });
 }
