@@ -14,6 +14,9 @@
 //! INTERVAL '2' SECOND, INTERVAL '10' SECOND)` is one row per window
 //! holding `date_time`: `window_start` = `date_bin('2 s', date_time,
 //! epoch) - k * 2 s` for k in 0..=4.
+//!
+//! `ci/bench_peers/nexmark_rw.sql` holds the same RisingWave texts for the
+//! benchmark (`ci/bench-peers`): keep the two in step.
 
 /// A Nexmark query: RisingWave's text (the body of the MV) and its
 /// translation for PostgreSQL over tables `person`, `auction`, `bid`.
