@@ -112,8 +112,12 @@ impl Binder<'_> {
                 agg_error: "aggregate functions are not allowed in GROUP BY",
             },
         );
+        // Without the clause's subqueries: binding one here would join it
+        // a second time (a group key never holds a subquery).
+        let applies = self.applies.take();
         let r = self.bind_expr_inner(scope, e);
         self.ctx = saved;
+        self.applies = applies;
         let Ok(BExpr::Typed(x)) = r else {
             return None;
         };

@@ -17,6 +17,10 @@ use crate::planner::logical::{LogicalPlan, OrderKey};
 use crate::sql::parser::ident_value;
 use crate::sql::{SqlError, SqlResult};
 
+/// Where the columns of HAVING's scalar subqueries are numbered from while
+/// the clause is bound (above any real column).
+pub(super) const HAVING_APPLIES_BASE: usize = 1 << 30;
+
 /// What an aggregating SELECT has collected so far: its group keys (over
 /// the input row) and the aggregate calls found in the select list, HAVING
 /// and ORDER BY.
@@ -350,10 +354,16 @@ impl Binder<'_> {
         let visible = exprs.len();
 
         let windows_so_far = self.windows.take();
+        // Uncorrelated scalar subqueries in HAVING are joined to the
+        // Aggregate's output, whose width is known once ORDER BY has added
+        // its aggregates: until then their columns are numbered from
+        // `HAVING_APPLIES_BASE` (see `attach_having`).
+        let saved_applies = self.applies.replace(Applies::new(HAVING_APPLIES_BASE));
         let having = match &s.having {
             Some(h) => Some(self.bind_bool(&scope, h, "HAVING")?),
             None => None,
         };
+        let having_applies = std::mem::replace(&mut self.applies, saved_applies);
         self.windows = windows_so_far;
 
         // ORDER BY keys: output columns, or expressions over the same input
@@ -470,7 +480,18 @@ impl Binder<'_> {
                 aggs: state.calls,
                 fields: agg_fields,
             };
-            if let Some(h) = having {
+            if let Some(mut h) = having {
+                if let Some(applies) = having_applies.filter(|a| !a.is_empty()) {
+                    let width = plan.fields().len();
+                    h.map_input_refs(&mut |i| {
+                        if i >= HAVING_APPLIES_BASE {
+                            width + (i - HAVING_APPLIES_BASE)
+                        } else {
+                            i
+                        }
+                    });
+                    plan = applies.rebase(width).attach(plan, &mut Scope::default())?;
+                }
                 plan = LogicalPlan::Filter {
                     input: Box::new(plan),
                     predicate: h,

@@ -18,11 +18,16 @@
 //! more than one row for that outer row, as in PostgreSQL. (An unmatched
 //! outer row gets NULL from the LEFT JOIN, as an empty subquery does.)
 //!
+//! In HAVING, uncorrelated subqueries only: they are joined, without a
+//! key, to the Aggregate's output (Nexmark q102's `HAVING count(*) >=
+//! (SELECT count(*) / count(DISTINCT auction) FROM bid)`).
+//!
 //! Refused (0A000): correlated subqueries with aggregates, GROUP BY,
 //! DISTINCT, ORDER BY, LIMIT or set operations, correlation other than by
-//! equality, subqueries in other clauses (aggregating selects included)
-//! and, in a materialized view, any but an uncorrelated aggregate without
-//! GROUP BY or HAVING (always one row: the view joins it without a key).
+//! equality, correlated subqueries in HAVING, subqueries in other clauses
+//! (the select list of an aggregating select included) and, in a
+//! materialized view, any but an uncorrelated aggregate without GROUP BY
+//! or HAVING (always one row: the view joins it without a key).
 
 use sqlparser::ast::{self, BinaryOperator, GroupByExpr, SelectItem, SetExpr};
 
@@ -30,6 +35,7 @@ use super::expr::BExpr;
 use super::from::{and_all, build_join};
 use super::func::contains_aggregate;
 use super::scope::{Scope, ScopeColumn};
+use super::select::HAVING_APPLIES_BASE;
 use super::{Binder, ExprCtx};
 use crate::common::{DataType, Field};
 use crate::expr::{build_cast, build_func, common_type, AggCall, AggKind, Expr, Func};
@@ -64,6 +70,11 @@ impl Applies {
 
     pub fn is_empty(&self) -> bool {
         self.joins.is_empty()
+    }
+
+    /// The same subqueries, joined to a row `base` wide.
+    pub fn rebase(self, base: usize) -> Self {
+        Applies { base, ..self }
     }
 
     /// The width of the row once the subqueries so far are joined.
@@ -197,6 +208,12 @@ impl Binder<'_> {
         let r = self.decorrelate(outer, q);
         self.ctx = saved;
         let (plan, outer_keys) = r?;
+        if applies.base == HAVING_APPLIES_BASE && !outer_keys.is_empty() {
+            // The outer row of HAVING is a group: a correlation would be
+            // over its keys and aggregates, which `decorrelate` does not
+            // bind.
+            return Err(SqlError::unsupported("correlated subqueries in HAVING"));
+        }
         // In an MV, only a subquery that is one row whatever the data: an
         // uncorrelated aggregate without GROUP BY or HAVING (the dynamic
         // filter `WHERE t.v > (SELECT max(v) FROM u)`), so that the error
