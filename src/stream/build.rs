@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::actor::{merge_inputs, Actor, ActorInput, ComputeEvent};
 use super::exchange::{DispatchSet, Dispatcher, ExchangeRegistry, Merge, MergeInput};
+use super::executor::dynamic_filter::DynamicFilterExecutor;
 use super::executor::filter::FilterExecutor;
 use super::executor::hash_agg::HashAggExecutor;
 use super::executor::hash_join::{HashJoinExecutor, JoinSide};
@@ -28,7 +29,7 @@ use crate::common::order::{JoinKind, OrderKey};
 use crate::common::{Bitmap, DataType};
 use crate::expr::over::WindowCall;
 use crate::expr::window::TimeWindow;
-use crate::expr::{AggCall, Expr};
+use crate::expr::{AggCall, Expr, Func};
 use crate::meta::catalog::TableId;
 use crate::storage::state_table::ValueCodec;
 use crate::storage::{StateStore, StateTable};
@@ -110,6 +111,16 @@ pub enum NodeDesc {
         left_table: StateTableDesc,
         right_table: StateTableDesc,
     },
+    /// Left rows whose `key` compares (`cmp`) with `bound` over the
+    /// one-row right input (broadcast to every actor).
+    DynamicFilter {
+        key: Expr,
+        cmp: Func,
+        bound: Expr,
+        left_pk: Vec<usize>,
+        left_table: StateTableDesc,
+        right_table: StateTableDesc,
+    },
     OverWindow {
         partition_by: Vec<usize>,
         order_by: Vec<OrderKey>,
@@ -153,6 +164,7 @@ impl NodeDesc {
             NodeDesc::Materialize { .. } => "Materialize",
             NodeDesc::HashAgg { .. } => "HashAgg",
             NodeDesc::HashJoin { .. } => "HashJoin",
+            NodeDesc::DynamicFilter { .. } => "DynamicFilter",
             NodeDesc::OverWindow { .. } => "OverWindow",
             NodeDesc::TopN { .. } => "TopN",
             NodeDesc::Union => "Union",
@@ -170,6 +182,11 @@ impl NodeDesc {
             | NodeDesc::OverWindow { table, .. }
             | NodeDesc::WatermarkFilter { table, .. } => vec![table.table_id],
             NodeDesc::HashJoin {
+                left_table,
+                right_table,
+                ..
+            }
+            | NodeDesc::DynamicFilter {
                 left_table,
                 right_table,
                 ..
@@ -369,6 +386,22 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             )
             .emit_on_window_close(*emit_on_window_close),
         ),
+        NodeDesc::DynamicFilter {
+            key,
+            cmp,
+            bound,
+            left_pk,
+            left_table,
+            right_table,
+        } => Box::new(DynamicFilterExecutor::new(
+            key.clone(),
+            *cmp,
+            bound.clone(),
+            left_pk.clone(),
+            left_table.build(store.clone(), vnodes.clone()),
+            right_table.build(store, vnodes),
+            id,
+        )),
         // Semi and anti joins: only left rows come out, with a degree.
         NodeDesc::HashJoin {
             kind,

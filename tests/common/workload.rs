@@ -172,6 +172,15 @@ pub const MVS: &[(&str, &str)] = &[
         "mv_dyn_filter",
         "SELECT t1.id, t1.v FROM t1, (SELECT max(x) AS m FROM t3) s WHERE t1.v > s.m * 15",
     ),
+    (
+        "mv_dyn_filter_subquery",
+        "SELECT id, k, x FROM t3 WHERE x <= (SELECT avg(w) FROM t2 WHERE w > 10) AND id % 2 = 0",
+    ),
+    (
+        "mv_having_subquery",
+        "SELECT k, count(*) AS n, sum(v) AS s FROM t1 GROUP BY k \
+         HAVING count(*) >= (SELECT count(*) / (count(DISTINCT k) + 1) FROM t1)",
+    ),
 ];
 
 /// PostgreSQL's text of the MVs whose ebbflow text PostgreSQL cannot run

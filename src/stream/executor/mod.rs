@@ -8,6 +8,7 @@
 //! bitmap. Stateful executors initialise their state lazily (caches start
 //! cold) so the first barrier needs no special casing.
 
+pub mod dynamic_filter;
 pub mod filter;
 pub mod hash_agg;
 pub mod hash_join;
