@@ -288,27 +288,49 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             let unit = coerce(unit, Varchar)?;
             let source = match (func, source.return_type()) {
                 (_, _) if is_unknown(&source) => coerce(source, Timestamp)?,
-                (_, Timestamp) | (Func::Extract, Date) => source,
+                (_, Timestamp) | (Func::Extract, Date) | (_, Interval) => source,
                 (_, Date) => build_cast(source, Timestamp, true)?,
                 _ => return Err(err()),
             };
             // A constant unit is checked now rather than at the first row.
             if let Expr::Literal { value: Some(v), .. } = &unit {
                 if let Some(name) = v.as_str() {
-                    let ty = if source.return_type() == Date {
-                        "date"
-                    } else {
-                        super::datetime::TIMESTAMP
+                    let ty = match source.return_type() {
+                        Date => "date",
+                        Interval => "interval",
+                        _ => super::datetime::TIMESTAMP,
                     };
                     super::datetime::parse_unit(name, ty)?;
                 }
             }
             let ret = match func {
+                Func::DateTrunc if source.return_type() == Interval => Interval,
                 Func::DateTrunc => Timestamp,
                 Func::Extract => Decimal,
                 _ => Float64,
             };
             Ok(func_expr(func, vec![unit, source], ret))
+        }
+        Func::JustifyHours | Func::JustifyDays | Func::JustifyInterval => {
+            arity(args.len() == 1)?;
+            let a = args.into_iter().next().ok_or_else(err)?;
+            if a.return_type() != Interval && !is_unknown(&a) {
+                return Err(err());
+            }
+            Ok(func_expr(func, vec![coerce(a, Interval)?], Interval))
+        }
+        Func::Age => {
+            arity(args.len() == 2)?;
+            let mut out = Vec::with_capacity(2);
+            for a in args {
+                out.push(match a.return_type() {
+                    _ if is_unknown(&a) => coerce(a, Timestamp)?,
+                    Timestamp => a,
+                    Date => build_cast(a, Timestamp, true)?,
+                    _ => return Err(err()),
+                });
+            }
+            Ok(func_expr(func, out, Interval))
         }
         Func::ToChar => {
             // Only the timestamp form: numbers and intervals are refused

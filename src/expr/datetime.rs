@@ -1,6 +1,7 @@
-//! Date/time fields as PostgreSQL computes them: `date_trunc(unit, ts)`,
-//! `extract(unit FROM ts | date)` (numeric) and `date_part(unit, ts)`
-//! (double precision). Years follow PostgreSQL's numbering (no year 0:
+//! Date/time fields as PostgreSQL computes them: `date_trunc(unit, ts |
+//! interval)`, `extract(unit FROM ts | date | interval)` (numeric) and
+//! `date_part(unit, ts | interval)` (double precision); `justify_hours`,
+//! `justify_days`, `justify_interval` and `age`. Years follow PostgreSQL's numbering (no year 0:
 //! 1 BC is -1) in the decade/century/millennium rules.
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
@@ -8,6 +9,7 @@ use rust_decimal::Decimal;
 
 use super::{ExprError, ExprResult};
 
+use crate::common::Interval;
 use crate::common::TimeUnit as Unit;
 
 /// A unit by any of PostgreSQL's spellings (case-insensitive).
@@ -220,6 +222,220 @@ pub fn date_part(name: &str, ts: NaiveDateTime) -> ExprResult<f64> {
     let d = extract_timestamp(name, ts)?;
     d.to_f64()
         .ok_or_else(|| ExprError::new("22003", "value out of range: overflow"))
+}
+
+/// The type name of interval unit errors.
+const INTERVAL: &str = "interval";
+const MICROS_PER_HOUR: i64 = 3_600_000_000;
+const MICROS_PER_MINUTE: i64 = 60_000_000;
+
+fn interval_overflow() -> ExprError {
+    ExprError::new("22008", "interval out of range")
+}
+
+/// `extract(unit FROM interval)`, PostgreSQL's fields of an interval: the
+/// time part gives hours (not wrapped at 24), minutes and seconds; the
+/// month part years and months (`quarter` is `month / 3 + 1`); `epoch`
+/// counts a year as 365.25 days and a month as 30. Fields truncate towards
+/// zero, so a negative interval has negative fields.
+pub fn extract_interval(name: &str, iv: &Interval) -> ExprResult<Decimal> {
+    use Unit::*;
+    let u = parse_unit(name, INTERVAL)?;
+    let (years, months) = (iv.months / 12, iv.months % 12);
+    let micros_of_minute = iv.micros % MICROS_PER_MINUTE;
+    Ok(match u {
+        Microseconds => Decimal::from(micros_of_minute),
+        Milliseconds => Decimal::new(micros_of_minute, 3),
+        Second => Decimal::new(micros_of_minute, 6),
+        Minute => Decimal::from(iv.micros % MICROS_PER_HOUR / MICROS_PER_MINUTE),
+        Hour => Decimal::from(iv.micros / MICROS_PER_HOUR),
+        Day => Decimal::from(iv.days),
+        Month => Decimal::from(months),
+        Quarter => Decimal::from(months / 3 + 1),
+        Year => Decimal::from(years),
+        Decade => Decimal::from(years / 10),
+        Century => Decimal::from(years / 100),
+        Millennium => Decimal::from(years / 1000),
+        Epoch => {
+            // 365.25 days a year: in quarter days, to stay integral.
+            let quarter_days = years as i128 * 1461 + (months as i128 * 30 + iv.days as i128) * 4;
+            let micros = quarter_days * (Interval::MICROS_PER_DAY as i128 / 4) + iv.micros as i128;
+            let micros = i64::try_from(micros).map_err(|_| interval_overflow())?;
+            Decimal::new(micros, 6)
+        }
+        Week | Dow | IsoDow | Doy | IsoYear | Julian => return Err(not_supported(name, INTERVAL)),
+    })
+}
+
+/// `date_trunc(unit, interval)`: the fields below `unit` zeroed.
+pub fn date_trunc_interval(name: &str, iv: &Interval) -> ExprResult<Interval> {
+    use Unit::*;
+    let u = parse_unit(name, INTERVAL)?;
+    let (years, months) = (iv.months / 12, iv.months % 12);
+    let keep_years = |step: i32| Interval::new(years / step * step * 12, 0, 0);
+    let keep_micros = |step: i64| Interval::new(iv.months, iv.days, iv.micros / step * step);
+    Ok(match u {
+        Microseconds => *iv,
+        Milliseconds => keep_micros(1_000),
+        Second => keep_micros(1_000_000),
+        Minute => keep_micros(MICROS_PER_MINUTE),
+        Hour => keep_micros(MICROS_PER_HOUR),
+        Day => Interval::new(iv.months, iv.days, 0),
+        Month => Interval::new(iv.months, 0, 0),
+        Quarter => Interval::new(years * 12 + months / 3 * 3, 0, 0),
+        Year => keep_years(1),
+        Decade => keep_years(10),
+        Century => keep_years(100),
+        Millennium => keep_years(1000),
+        Week => {
+            return Err(ExprError::new(
+                "0A000",
+                "unit \"week\" not supported for type interval",
+            ))
+        }
+        Epoch | Dow | IsoDow | Doy | IsoYear | Julian => {
+            return Err(ExprError::new(
+                "22023",
+                format!(
+                    "unit \"{}\" not recognized for type interval",
+                    name.to_lowercase()
+                ),
+            ))
+        }
+    })
+}
+
+/// `justify_hours(interval)`: whole days of the time part move to days,
+/// the two parts left with the same sign.
+pub fn justify_hours(iv: &Interval) -> ExprResult<Interval> {
+    let day = Interval::MICROS_PER_DAY;
+    let mut days = iv
+        .days
+        .checked_add(i32::try_from(iv.micros / day).map_err(|_| interval_overflow())?)
+        .ok_or_else(interval_overflow)?;
+    let mut micros = iv.micros % day;
+    if days > 0 && micros < 0 {
+        micros += day;
+        days -= 1;
+    } else if days < 0 && micros > 0 {
+        micros -= day;
+        days += 1;
+    }
+    Ok(Interval::new(iv.months, days, micros))
+}
+
+/// `justify_days(interval)`: whole 30-day periods move to months, the two
+/// parts left with the same sign.
+pub fn justify_days(iv: &Interval) -> ExprResult<Interval> {
+    let mut months = iv
+        .months
+        .checked_add(iv.days / 30)
+        .ok_or_else(interval_overflow)?;
+    let mut days = iv.days % 30;
+    if months > 0 && days < 0 {
+        days += 30;
+        months -= 1;
+    } else if months < 0 && days > 0 {
+        days -= 30;
+        months += 1;
+    }
+    Ok(Interval::new(months, days, iv.micros))
+}
+
+/// `justify_interval(interval)`: both of the above, every part left with
+/// one sign (PostgreSQL's order of adjustments).
+pub fn justify_interval(iv: &Interval) -> ExprResult<Interval> {
+    let day = Interval::MICROS_PER_DAY;
+    let mut micros = iv.micros % day;
+    let days = iv.days as i64 + iv.micros / day;
+    let mut months = iv.months as i64 + days / 30;
+    let mut days = days % 30;
+    if months > 0 && (days < 0 || (days == 0 && micros < 0)) {
+        days += 30;
+        months -= 1;
+    } else if months < 0 && (days > 0 || (days == 0 && micros > 0)) {
+        days -= 30;
+        months += 1;
+    }
+    if days > 0 && micros < 0 {
+        micros += day;
+        days -= 1;
+    } else if days < 0 && micros > 0 {
+        micros -= day;
+        days += 1;
+    }
+    Ok(Interval::new(
+        i32::try_from(months).map_err(|_| interval_overflow())?,
+        i32::try_from(days).map_err(|_| interval_overflow())?,
+        micros,
+    ))
+}
+
+/// `age(a, b)`: `a - b` in years, months and days as a calendar counts
+/// them (PostgreSQL's field-by-field subtraction, borrowing the days of
+/// the earlier time's month), not as days and hours.
+pub fn age(a: NaiveDateTime, b: NaiveDateTime) -> ExprResult<Interval> {
+    let negative = a < b;
+    let (late, early) = if negative { (b, a) } else { (a, b) };
+    let field = |t: NaiveDateTime| {
+        [
+            pg_year(t.year()),
+            t.month() as i64,
+            t.day() as i64,
+            t.hour() as i64,
+            t.minute() as i64,
+            t.second() as i64,
+            (t.nanosecond() / 1000) as i64,
+        ]
+    };
+    let (l, e) = (field(late), field(early));
+    let [mut year, mut mon, mut mday, mut hour, mut min, mut sec, mut usec] =
+        std::array::from_fn(|i| l[i] - e[i]);
+    if usec < 0 {
+        usec += 1_000_000;
+        sec -= 1;
+    }
+    if sec < 0 {
+        sec += 60;
+        min -= 1;
+    }
+    if min < 0 {
+        min += 60;
+        hour -= 1;
+    }
+    if hour < 0 {
+        hour += 24;
+        mday -= 1;
+    }
+    // A borrowed month is as long as the earlier time's month.
+    let month_days = month_length(early.year(), early.month());
+    while mday < 0 {
+        mday += month_days;
+        mon -= 1;
+    }
+    while mon < 0 {
+        mon += 12;
+        year -= 1;
+    }
+    let sign = if negative { -1 } else { 1 };
+    let months = i32::try_from(sign * (year * 12 + mon)).map_err(|_| interval_overflow())?;
+    let micros = sign * ((((hour * 60) + min) * 60 + sec) * 1_000_000 + usec);
+    Ok(Interval::new(months, (sign * mday) as i32, micros))
+}
+
+fn month_length(year: i32, month: u32) -> i64 {
+    let (ny, nm) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    match (
+        NaiveDate::from_ymd_opt(year, month, 1),
+        NaiveDate::from_ymd_opt(ny, nm, 1),
+    ) {
+        (Some(a), Some(b)) => (b - a).num_days(),
+        _ => 30,
+    }
 }
 
 #[cfg(test)]

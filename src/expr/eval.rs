@@ -308,6 +308,9 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             ScalarValue::Timestamp(t) => Ok(Some(ScalarValue::Timestamp(
                 super::datetime::date_trunc(as_str(v(0)?)?, *t)?,
             ))),
+            ScalarValue::Interval(i) => Ok(Some(ScalarValue::Interval(
+                super::datetime::date_trunc_interval(as_str(v(0)?)?, i)?,
+            ))),
             other => Err(internal(format!("date_trunc of {}", other.data_type()))),
         },
         Func::Extract => {
@@ -315,6 +318,7 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             Ok(Some(ScalarValue::decimal(match v(1)? {
                 ScalarValue::Timestamp(t) => super::datetime::extract_timestamp(unit, *t)?,
                 ScalarValue::Date(d) => super::datetime::extract_date(unit, *d)?,
+                ScalarValue::Interval(i) => super::datetime::extract_interval(unit, i)?,
                 other => return Err(internal(format!("extract from {}", other.data_type()))),
             })))
         }
@@ -340,8 +344,32 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             ScalarValue::Timestamp(t) => Ok(Some(ScalarValue::float64(
                 super::datetime::date_part(as_str(v(0)?)?, *t)?,
             ))),
+            ScalarValue::Interval(i) => {
+                use rust_decimal::prelude::ToPrimitive;
+                let d = super::datetime::extract_interval(as_str(v(0)?)?, i)?;
+                let f = d
+                    .to_f64()
+                    .ok_or_else(|| ExprError::new("22003", "value out of range: overflow"))?;
+                Ok(Some(ScalarValue::float64(f)))
+            }
             other => Err(internal(format!("date_part of {}", other.data_type()))),
         },
+        Func::JustifyHours | Func::JustifyDays | Func::JustifyInterval => {
+            let ScalarValue::Interval(i) = v(0)? else {
+                return Err(internal("justify of a non-interval"));
+            };
+            Ok(Some(ScalarValue::Interval(match func {
+                Func::JustifyHours => super::datetime::justify_hours(i)?,
+                Func::JustifyDays => super::datetime::justify_days(i)?,
+                _ => super::datetime::justify_interval(i)?,
+            })))
+        }
+        Func::Age => {
+            let (ScalarValue::Timestamp(a), ScalarValue::Timestamp(b)) = (v(0)?, v(1)?) else {
+                return Err(internal("age of a non-timestamp"));
+            };
+            Ok(Some(ScalarValue::Interval(super::datetime::age(*a, *b)?)))
+        }
         Func::Length => Ok(Some(ScalarValue::Int32(
             i32::try_from(as_str(v(0)?)?.chars().count())
                 .map_err(|_| int_out_of_range(DataType::Int32))?,

@@ -84,6 +84,11 @@ pub enum Func {
     Extract,
     /// `date_part(unit, timestamp)`: double precision.
     DatePart,
+    JustifyHours,
+    JustifyDays,
+    JustifyInterval,
+    /// `age(timestamp, timestamp)`: the difference in years, months, days.
+    Age,
     /// `to_char(timestamp, template)` (a date is cast to timestamp).
     ToChar,
     /// `tumble_start(timestamp, size [, offset])`: the start of the
@@ -124,6 +129,10 @@ impl Func {
             "date_trunc" => Func::DateTrunc,
             "extract" => Func::Extract,
             "date_part" => Func::DatePart,
+            "justify_hours" => Func::JustifyHours,
+            "justify_days" => Func::JustifyDays,
+            "justify_interval" => Func::JustifyInterval,
+            "age" => Func::Age,
             "to_char" => Func::ToChar,
             "tumble_start" => Func::TumbleStart,
             _ => return None,
@@ -217,6 +226,10 @@ impl Func {
             Func::TumbleStart => "tumble_start",
             Func::Extract => "extract",
             Func::DatePart => "date_part",
+            Func::JustifyHours => "justify_hours",
+            Func::JustifyDays => "justify_days",
+            Func::JustifyInterval => "justify_interval",
+            Func::Age => "age",
             Func::ScalarSubquery => "scalar subquery",
         }
     }
