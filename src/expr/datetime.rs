@@ -309,37 +309,39 @@ pub fn date_trunc_interval(name: &str, iv: &Interval) -> ExprResult<Interval> {
 /// the two parts left with the same sign.
 pub fn justify_hours(iv: &Interval) -> ExprResult<Interval> {
     let day = Interval::MICROS_PER_DAY;
-    let mut days = iv
+    let days = iv
         .days
         .checked_add(i32::try_from(iv.micros / day).map_err(|_| interval_overflow())?)
         .ok_or_else(interval_overflow)?;
-    let mut micros = iv.micros % day;
-    if days > 0 && micros < 0 {
-        micros += day;
-        days -= 1;
-    } else if days < 0 && micros > 0 {
-        micros -= day;
-        days += 1;
+    let (mut days, mut micros) = (days as i64, iv.micros % day);
+    // Moving one unit back towards zero stays in range.
+    same_sign(&mut days, &mut micros, day);
+    Ok(Interval::new(iv.months, days as i32, micros))
+}
+
+/// Give `low` (a remainder below one `unit` of `high`) the sign of
+/// `high`, borrowing one unit.
+fn same_sign(high: &mut i64, low: &mut i64, unit: i64) {
+    if *high > 0 && *low < 0 {
+        *low += unit;
+        *high -= 1;
+    } else if *high < 0 && *low > 0 {
+        *low -= unit;
+        *high += 1;
     }
-    Ok(Interval::new(iv.months, days, micros))
 }
 
 /// `justify_days(interval)`: whole 30-day periods move to months, the two
 /// parts left with the same sign.
 pub fn justify_days(iv: &Interval) -> ExprResult<Interval> {
-    let mut months = iv
+    let months = iv
         .months
         .checked_add(iv.days / 30)
         .ok_or_else(interval_overflow)?;
-    let mut days = iv.days % 30;
-    if months > 0 && days < 0 {
-        days += 30;
-        months -= 1;
-    } else if months < 0 && days > 0 {
-        days -= 30;
-        months += 1;
-    }
-    Ok(Interval::new(months, days, iv.micros))
+    let (mut months, mut days) = (months as i64, (iv.days % 30) as i64);
+    // Moving one unit back towards zero stays in range.
+    same_sign(&mut months, &mut days, 30);
+    Ok(Interval::new(months as i32, days as i32, iv.micros))
 }
 
 /// `justify_interval(interval)`: both of the above, every part left with
@@ -357,13 +359,7 @@ pub fn justify_interval(iv: &Interval) -> ExprResult<Interval> {
         days -= 30;
         months += 1;
     }
-    if days > 0 && micros < 0 {
-        micros += day;
-        days -= 1;
-    } else if days < 0 && micros > 0 {
-        micros -= day;
-        days += 1;
-    }
+    same_sign(&mut days, &mut micros, day);
     Ok(Interval::new(
         i32::try_from(months).map_err(|_| interval_overflow())?,
         i32::try_from(days).map_err(|_| interval_overflow())?,

@@ -463,22 +463,29 @@ impl Executor for HashJoinExecutor {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::super::test_utils::{barrier, store, table};
     use super::*;
     use crate::common::DataType;
+    use crate::storage::MemoryStateStore;
 
-    fn join(kind: JoinKind) -> HashJoinExecutor {
-        let s = store();
+    /// A join of two `(pk, key)` sides over `s`.
+    fn join_over(s: &Arc<MemoryStateStore>, kind: JoinKind) -> HashJoinExecutor {
         let ty = vec![DataType::Int64, DataType::Int64];
         let side = |id| {
             JoinSide::new(
                 vec![1],
                 vec![0],
                 2,
-                table(&s, id, ty.clone(), vec![0], Some(ty.clone())),
+                table(s, id, ty.clone(), vec![0], Some(ty.clone())),
             )
         };
         HashJoinExecutor::new(kind, side(1), side(2), None, 0)
+    }
+
+    fn join(kind: JoinKind) -> HashJoinExecutor {
+        join_over(&store(), kind)
     }
 
     async fn feed(j: &mut HashJoinExecutor, side: usize, text: &str) -> Vec<String> {
@@ -548,21 +555,12 @@ mod tests {
     #[tokio::test]
     async fn cleaning_reads_the_rows_stored_before_a_restart() {
         let s = store();
-        let ty = vec![DataType::Int64, DataType::Int64];
-        let side = |id| {
-            JoinSide::new(
-                vec![1],
-                vec![0],
-                2,
-                table(&s, id, ty.clone(), vec![0], Some(ty.clone())),
-            )
-        };
-        let mut j = HashJoinExecutor::new(JoinKind::Inner, side(1), side(2), None, 0);
+        let mut j = join_over(&s, JoinKind::Inner);
         feed(&mut j, 0, "+ 1 7\n+ 2 8").await;
         feed(&mut j, 1, "+ 10 7").await;
         j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
         // A new actor over the same state: nothing cached.
-        let mut j = HashJoinExecutor::new(JoinKind::Inner, side(1), side(2), None, 0);
+        let mut j = join_over(&s, JoinKind::Inner);
         let wm = vec![Watermark::new(1, ScalarValue::Int64(8))];
         j.process_watermarks(&[wm.clone(), wm]).await.unwrap();
         j.process_barrier(&barrier(3), &mut vec![]).await.unwrap();
