@@ -10,7 +10,9 @@
 //! the output rows whose values changed are emitted (an update pair per
 //! changed row, keyed by the input's stream key). What was emitted before
 //! is never stored: it is what the committed rows compute to, recomputed
-//! when a partition is loaded.
+//! when a partition is loaded. So a partition can leave memory at any
+//! barrier: past [`MAX_CACHED_PARTITIONS`] the least recently touched
+//! ones do, and are read again from the state table when next touched.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,8 +27,14 @@ use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
 
+/// Partitions held in memory per actor at a barrier, at most; past it
+/// the least recently touched half leaves.
+pub const MAX_CACHED_PARTITIONS: usize = 4096;
+
 #[derive(Default)]
 struct Partition {
+    /// The barrier count when the partition was last loaded or changed.
+    touched: u64,
     /// sort key ++ stream key (bytes) → input row.
     rows: BTreeMap<Vec<u8>, Row>,
     /// stream key → its key in `rows`.
@@ -49,6 +57,8 @@ pub struct OverWindowExecutor {
     pk: Vec<usize>,
     table: StateTable,
     partitions: HashMap<Vec<Datum>, Partition>,
+    /// Barriers seen (the clock of `Partition::touched`).
+    barriers: u64,
     actor_id: u32,
 }
 
@@ -80,6 +90,7 @@ impl OverWindowExecutor {
             pk,
             table,
             partitions: HashMap::new(),
+            barriers: 0,
             actor_id,
         }
     }
@@ -118,6 +129,25 @@ impl OverWindowExecutor {
             .collect()
     }
 
+    /// Past [`MAX_CACHED_PARTITIONS`], drop the least recently touched
+    /// half of the partitions (all clean after a barrier).
+    fn evict(&mut self) {
+        if self.partitions.len() <= MAX_CACHED_PARTITIONS {
+            return;
+        }
+        let mut ages: Vec<(u64, &Vec<Datum>)> = self
+            .partitions
+            .iter()
+            .map(|(k, p)| (p.touched, k))
+            .collect();
+        let cut = ages.len() - MAX_CACHED_PARTITIONS / 2;
+        ages.select_nth_unstable_by_key(cut, |(t, _)| *t);
+        let gone: Vec<Vec<Datum>> = ages[..cut].iter().map(|(_, k)| (*k).clone()).collect();
+        for k in gone {
+            self.partitions.remove(&k);
+        }
+    }
+
     async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
         if self.partitions.contains_key(key) {
             return Ok(());
@@ -130,6 +160,7 @@ impl OverWindowExecutor {
             p.rows.insert(k, row);
         }
         p.emitted = self.outputs(&p);
+        p.touched = self.barriers;
         self.partitions.insert(key.to_vec(), p);
         Ok(())
     }
@@ -170,6 +201,7 @@ impl Executor for OverWindowExecutor {
                 p.rows.insert(k, row);
             }
             p.dirty = true;
+            p.touched = self.barriers;
         }
         Ok(())
     }
@@ -215,6 +247,8 @@ impl Executor for OverWindowExecutor {
         }
         b.finish(out);
         let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        self.barriers += 1;
+        self.evict();
         Ok(())
     }
 
@@ -297,5 +331,56 @@ mod tests {
                 "U- 2 1 10 1"
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn evicted_partitions_are_read_again() {
+        let s = store();
+        let ty = [DataType::Int64; 3];
+        let t = table(&s, 1, vec![DataType::Int64; 2], vec![0], Some(ty.to_vec()));
+        let call = WindowCall {
+            kind: WindowFuncKind::RowNumber,
+            args: vec![],
+            arg_type: None,
+            offset: 1,
+            return_type: DataType::Int64,
+            frame: Frame::DEFAULT,
+        };
+        let order = vec![OrderKey {
+            index: 2,
+            desc: false,
+            nulls_first: false,
+        }];
+        let mut w = OverWindowExecutor::new(vec![1], order, vec![call], None, vec![0], t, 0);
+        let n = MAX_CACHED_PARTITIONS as i64 + 10;
+        let rows: Vec<String> = (0..n).map(|i| format!("+ {i} {i} 10")).collect();
+        let mut out = vec![];
+        w.process_chunk(0, StreamChunk::from_pretty(&rows.join("\n"), &ty), &mut out)
+            .await
+            .expect("chunk");
+        w.process_barrier(&barrier(2), &mut out)
+            .await
+            .expect("barrier");
+        assert_eq!(pretty(&out).len(), n as usize);
+        assert_eq!(w.partitions.len(), MAX_CACHED_PARTITIONS / 2);
+        // Every partition, held or not, renumbers from what is stored.
+        out.clear();
+        let more: Vec<String> = (0..n).map(|i| format!("+ {} {i} 1", n + i)).collect();
+        w.process_chunk(0, StreamChunk::from_pretty(&more.join("\n"), &ty), &mut out)
+            .await
+            .expect("chunk");
+        w.process_barrier(&barrier(3), &mut out)
+            .await
+            .expect("barrier");
+        let got = pretty(&out);
+        assert_eq!(
+            got.len(),
+            3 * n as usize,
+            "an insert and an update per partition"
+        );
+        assert!(got
+            .iter()
+            .filter(|l| l.starts_with("U+"))
+            .all(|l| l.ends_with(" 10 2")));
     }
 }
