@@ -93,6 +93,35 @@ pub enum Func {
     /// a join with a grouped aggregate, where `count` is how many rows the
     /// subquery had for this outer row; more than one is an error (21000).
     ScalarSubquery,
+    // arrays (see [`super::array`])
+    /// `ARRAY[e1, e2, …]`: the arguments, NULLs included, as an array.
+    ArrayConstruct,
+    /// `a[i]`: `[array, int4 index]`, NULL out of range.
+    ArraySubscript,
+    /// `a[i:j]`: `[array, int4 lower, int4 upper]` (an omitted bound is
+    /// bound as 1 or `i32::MAX`).
+    ArraySlice,
+    /// `array_length(a, dim)`.
+    ArrayLength,
+    /// `cardinality(a)`.
+    Cardinality,
+    /// `array_to_string(a, sep [, null_str])`, RisingWave's `array_join`.
+    ArrayToString,
+    /// `array_cat(a, b)`, `a || b` for two arrays.
+    ArrayCat,
+    /// `array_append(a, e)`, `a || e`.
+    ArrayAppend,
+    /// `array_prepend(e, a)`, `e || a`.
+    ArrayPrepend,
+    /// `array_position(a, e)`: 1-based, NULL if absent (`IS NOT DISTINCT`).
+    ArrayPosition,
+    /// `x = ANY(array)` as `[x, array]`.
+    EqAny,
+    // regular expressions (see [`super::regexp`])
+    /// `regexp_match(string, pattern [, flags])`: `varchar[]`.
+    RegexpMatch,
+    /// `regexp_replace(string, pattern, replacement [, flags])`.
+    RegexpReplace,
 }
 
 impl Func {
@@ -126,6 +155,15 @@ impl Func {
             "date_part" => Func::DatePart,
             "to_char" => Func::ToChar,
             "tumble_start" => Func::TumbleStart,
+            "array_length" => Func::ArrayLength,
+            "cardinality" => Func::Cardinality,
+            "array_to_string" | "array_join" => Func::ArrayToString,
+            "array_cat" => Func::ArrayCat,
+            "array_append" => Func::ArrayAppend,
+            "array_prepend" => Func::ArrayPrepend,
+            "array_position" => Func::ArrayPosition,
+            "regexp_match" => Func::RegexpMatch,
+            "regexp_replace" => Func::RegexpReplace,
             _ => return None,
         })
     }
@@ -138,7 +176,7 @@ impl Func {
             Func::Mul => "*",
             Func::Div => "/",
             Func::Mod => "%",
-            Func::Eq | Func::IsDistinctFrom | Func::IsNotDistinctFrom => "=",
+            Func::Eq | Func::IsDistinctFrom | Func::IsNotDistinctFrom | Func::EqAny => "=",
             Func::NotEq => "<>",
             Func::Lt => "<",
             Func::LtEq => "<=",
@@ -218,6 +256,19 @@ impl Func {
             Func::Extract => "extract",
             Func::DatePart => "date_part",
             Func::ScalarSubquery => "scalar subquery",
+            Func::ArrayConstruct => "array",
+            Func::ArraySubscript => "array_subscript",
+            Func::ArraySlice => "array_slice",
+            Func::ArrayLength => "array_length",
+            Func::Cardinality => "cardinality",
+            Func::ArrayToString => "array_to_string",
+            Func::ArrayCat => "array_cat",
+            Func::ArrayAppend => "array_append",
+            Func::ArrayPrepend => "array_prepend",
+            Func::ArrayPosition => "array_position",
+            Func::EqAny => "any",
+            Func::RegexpMatch => "regexp_match",
+            Func::RegexpReplace => "regexp_replace",
         }
     }
 }

@@ -33,8 +33,8 @@ use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, Str
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 
 use super::message::{Barrier, Message};
-use crate::common::encoding::{tag_type, type_tag};
-use crate::common::{Column, DataType, Op, StreamChunk};
+use crate::common::encoding::{decode_datum, encode_datum_ref, tag_type, type_tag};
+use crate::common::{datum_ref, Column, ColumnBuilder, DataType, Op, ScalarRef, StreamChunk};
 
 const VERSION: u8 = 2;
 const KIND_CHUNK: u8 = 1;
@@ -114,6 +114,13 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
     buf.push(type_code(column.data_type()));
     let array: &dyn Array = match column {
         Column::Null(_) => return,
+        Column::Array(a) => {
+            // Arrays are rare on the wire: each value in its key encoding.
+            for v in a.values.iter() {
+                encode_datum_ref(buf, v.as_ref().map(ScalarRef::Array));
+            }
+            return;
+        }
         Column::Int16(a) => a,
         Column::Int32(a) => a,
         Column::Int64(a) => a,
@@ -139,7 +146,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         }
     }
     match column {
-        Column::Null(_) => {}
+        Column::Null(_) | Column::Array(_) => {}
         Column::Int16(a) => le(buf, a.values(), i16::to_le_bytes),
         Column::Int32(a) => le(buf, a.values(), i32::to_le_bytes),
         Column::Int64(a) => le(buf, a.values(), i64::to_le_bytes),
@@ -222,6 +229,14 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
         return Ok(Column::Null(rows));
     }
     let ty = tag_type(code - 1).map_err(|_| err(format!("unknown type {code}")))?;
+    if ty.is_array() {
+        let mut b = ColumnBuilder::new(Some(ty), rows);
+        for _ in 0..rows {
+            let d = decode_datum(data, ty).map_err(|e| err(e.to_string()))?;
+            b.push(datum_ref(&d));
+        }
+        return Ok(b.finish());
+    }
     let nulls = match take(data, 1)? {
         [0] => None,
         [1] => Some(NullBuffer::new(decode_bits(data, rows)?)),
@@ -307,6 +322,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
                 .map_err(bad)?,
             )
         }
+        DataType::Array(_) => return Err(err("array column decoded as a scalar one")),
     })
 }
 

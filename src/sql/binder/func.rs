@@ -74,9 +74,16 @@ impl Binder<'_> {
             Some(t)
         };
         use Func as F;
+        // The first array among the typed arguments, for unknowns next to it.
+        let array = typed.iter().copied().find(|t| t.is_array());
         let mut exprs = Vec::with_capacity(args.len());
         for (pos, a) in args.into_iter().enumerate() {
             let ty = match func {
+                F::Concat | F::ArrayCat if array.is_some() => array.unwrap_or(DataType::Varchar),
+                F::ArrayAppend | F::ArrayPrepend | F::ArrayPosition => {
+                    array.and_then(DataType::elem).unwrap_or(DataType::Varchar)
+                }
+                F::ArrayLength if pos == 1 => DataType::Int32,
                 F::Eq
                 | F::NotEq
                 | F::Lt
