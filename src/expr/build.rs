@@ -392,6 +392,10 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             arity(types.len() >= 3)?;
             Ok(func_expr(func, args, Varchar))
         }
+        Func::ArrayAggInput => {
+            arity(types.len() >= 2)?;
+            Ok(func_expr(func, args, Varchar))
+        }
         Func::ScalarSubquery => {
             arity(types.len() == 2 && types[0] == Int64)?;
             let t = types[1];
@@ -688,10 +692,13 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         AggKind::BitOr => "bit_or",
         AggKind::BitXor => "bit_xor",
         AggKind::StringAgg => "string_agg",
+        AggKind::ArrayAgg => "array_agg",
     };
     let ret = match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Some(Int64),
         (AggKind::StringAgg, Some(Varchar)) => Some(Varchar),
+        // Over its value's type; the binder types the packed input's call.
+        (AggKind::ArrayAgg, Some(t)) => (!t.is_array()).then(|| t.array_of()),
         (_, None) => None,
         (AggKind::Sum, Some(t)) => match t {
             Int16 | Int32 => Some(Int64),

@@ -176,6 +176,10 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
             let vals = eval_args(args, row)?;
             return super::agg::pack_string_agg_input(&vals);
         }
+        Func::ArrayAggInput => {
+            let vals = eval_args(args, row)?;
+            return super::agg::pack_array_agg_input(&vals);
+        }
         Func::ConcatFn | Func::ConcatWs => {
             let vals = eval_args(args, row)?;
             let (sep, parts) = match func {
@@ -272,6 +276,7 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::ConcatWs
             | Func::NullIf
             | Func::StringAggInput
+            | Func::ArrayAggInput
     ) && !super::array::is_lenient(func)
 }
 

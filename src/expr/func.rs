@@ -57,6 +57,10 @@ pub enum Func {
     /// call, as `[value, delimiter, directions, keys...]`: see
     /// [`super::agg::pack_string_agg_input`]. Internal (no SQL name).
     StringAggInput,
+    /// The one input of an `array_agg(value [ORDER BY keys])` call, as
+    /// `[value, directions, keys...]`: see
+    /// [`super::agg::pack_array_agg_input`]. Internal (no SQL name).
+    ArrayAggInput,
     /// Arguments `[substring, string]`, the order of `POSITION(sub IN s)`.
     Position,
     // math
@@ -238,6 +242,7 @@ impl Func {
             Func::Replace => "replace",
             Func::SplitPart => "split_part",
             Func::StringAggInput => "string_agg_input",
+            Func::ArrayAggInput => "array_agg_input",
             Func::Position => "position",
             Func::Round => "round",
             Func::Abs => "abs",

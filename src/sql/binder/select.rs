@@ -96,6 +96,7 @@ pub(super) fn agg_name(kind: AggKind) -> &'static str {
         AggKind::BitOr => "bit_or",
         AggKind::BitXor => "bit_xor",
         AggKind::StringAgg => "string_agg",
+        AggKind::ArrayAgg => "array_agg",
     }
 }
 
