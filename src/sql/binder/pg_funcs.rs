@@ -350,7 +350,7 @@ impl Binder<'_> {
                 if args
                     .first()
                     .and_then(BExpr::hint)
-                    .is_some_and(DataType::is_array) =>
+                    .is_some_and(|t| t != DataType::Varchar) =>
             {
                 return Ok(None)
             }
