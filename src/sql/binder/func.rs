@@ -283,6 +283,11 @@ impl Binder<'_> {
                 format!("FILTER specified, but {name} is not an aggregate function"),
             ));
         }
+        if name == "unnest" {
+            return Err(SqlError::unsupported(
+                "unnest other than as a whole select list item or in FROM",
+            ));
+        }
         if UNSUPPORTED_AGGREGATES.contains(&name.as_str()) {
             return Err(SqlError::unsupported(format!("aggregate function {name}")));
         }
