@@ -475,6 +475,33 @@ mod tests {
     }
 
     #[test]
+    fn arrays_in_postgres_binary_format() {
+        let ty = DataType::Array(ElemType::Int32);
+        let v = ScalarValue::array(
+            ElemType::Int32,
+            vec![Some(ScalarValue::Int32(1)), None],
+        );
+        let mut buf = BytesMut::new();
+        encode_binary(&mut buf, ty, &v).unwrap();
+        let want: Vec<i32> = vec![1, 1, 23, 2, 1, 4, 1, -1];
+        let want: Vec<u8> = want.iter().flat_map(|w| w.to_be_bytes()).collect();
+        assert_eq!(&buf[..], &want[..]);
+        assert_eq!(decode_binary(ty, &buf), Some(v));
+        let empty = ScalarValue::array(ElemType::Varchar, vec![]);
+        let vty = DataType::Array(ElemType::Varchar);
+        let mut buf = BytesMut::new();
+        encode_binary(&mut buf, vty, &empty).unwrap();
+        assert_eq!(buf.len(), 12);
+        assert_eq!(decode_binary(vty, &buf), Some(empty));
+        // Truncated, a wrong element type, two dimensions: errors.
+        assert!(decode_binary(ty, &want[..want.len() - 2]).is_none());
+        assert!(decode_binary(vty, &want).is_none());
+        let mut two = want.clone();
+        two[3] = 2;
+        assert!(decode_binary(ty, &two).is_none());
+    }
+
+    #[test]
     fn numeric_binary_round_trips() {
         for s in [
             "0",

@@ -358,13 +358,17 @@ mod tests {
                     day.and_hms_micro_opt(10, 11, 12, 123_456).expect("time"),
                 )),
                 Some(ScalarValue::Interval(Interval::new(i as i32 % 13, -3, i))),
+                Some(ScalarValue::array(
+                    crate::common::ElemType::Varchar,
+                    vec![Some(ScalarValue::varchar(text)), None],
+                )),
             ]
         };
         StreamChunk::from_rows(
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 11],
+                vec![None; 12],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
