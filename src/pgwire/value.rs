@@ -477,10 +477,7 @@ mod tests {
     #[test]
     fn arrays_in_postgres_binary_format() {
         let ty = DataType::Array(ElemType::Int32);
-        let v = ScalarValue::array(
-            ElemType::Int32,
-            vec![Some(ScalarValue::Int32(1)), None],
-        );
+        let v = ScalarValue::array(ElemType::Int32, vec![Some(ScalarValue::Int32(1)), None]);
         let mut buf = BytesMut::new();
         encode_binary(&mut buf, ty, &v).unwrap();
         let want: Vec<i32> = vec![1, 1, 23, 2, 1, 4, 1, -1];

@@ -109,6 +109,10 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT regexp_match(s, '^(.)(.?)') AS head, count(*) AS c, array_agg(id ORDER BY id) AS ids FROM t1 GROUP BY regexp_match(s, '^(.)(.?)')",
     ),
     (
+        "mv_unnest",
+        "SELECT id, unnest(regexp_match(s, '(.)(.)?')) AS ch, v FROM t1 WHERE k IS NOT NULL",
+    ),
+    (
         "mv_union",
         "SELECT k, id AS val FROM t1 WHERE v < 0 UNION ALL SELECT k, w AS val FROM t2",
     ),
