@@ -217,6 +217,10 @@ pub fn execute(plan: &LogicalPlan, source: &dyn ScanSource) -> BatchResult<Vec<R
             let width = input_width(input);
             execute_expand_vector(execute(input, source)?, vector, width)
         }
+        LogicalPlan::Unnest { input, array } => {
+            let width = input_width(input);
+            relational::execute_unnest(execute(input, source)?, array, width)
+        }
         LogicalPlan::HopWindow {
             input,
             time_col,
@@ -255,6 +259,7 @@ fn input_width(plan: &LogicalPlan) -> usize {
         LogicalPlan::ExpandVector { input, .. } => {
             input_width(input) + crate::planner::logical::EXPAND_FIELDS.len()
         }
+        LogicalPlan::Unnest { input, .. } => input_width(input) + 1,
         LogicalPlan::HopWindow { input, .. } => {
             input_width(input) + crate::planner::logical::WINDOW_FIELDS.len()
         }

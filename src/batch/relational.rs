@@ -133,6 +133,33 @@ pub fn execute_expand_vector(rows: Vec<Row>, vector: &Expr, width: usize) -> Bat
     Ok(out)
 }
 
+/// One output row per element of the array `array` evaluates to: the
+/// input row and the element (see
+/// [`LogicalPlan::Unnest`](crate::planner::logical::LogicalPlan)).
+pub fn execute_unnest(rows: Vec<Row>, array: &Expr, width: usize) -> BatchResult<Vec<Row>> {
+    check_expr("unnest", array, width)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let a = match array.eval(&row)? {
+            None => continue,
+            Some(ScalarValue::Array(a)) => a,
+            Some(other) => {
+                return Err(BatchError::internal(format!(
+                    "unnest of a {}",
+                    other.data_type()
+                )))
+            }
+        };
+        for item in &a.items {
+            let mut r = Vec::with_capacity(width + 1);
+            r.extend(row.iter().cloned());
+            r.push(item.clone());
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
 /// Each row once per window holding its time, with the window's start and
 /// end (see [`LogicalPlan::HopWindow`](crate::planner::logical::LogicalPlan)).
 pub fn execute_hop_window(

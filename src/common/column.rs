@@ -10,6 +10,10 @@
 //! [`Column::Null`]. Arrays are reference counted: cloning a column, or
 //! handing it to another operator, copies no values.
 //!
+//! Arrays are not Arrow list arrays but an owned column of shared array
+//! values ([`ArrayColumn`]): they are rare, small, and mostly passed
+//! through, and a value is then one reference count away from a datum.
+//!
 //! [`ScalarRef`] is a borrowed view of one value, so a key can be hashed or
 //! compared from a column without building a [`ScalarValue`].
 
@@ -30,7 +34,7 @@ use arrow_array::{
 use arrow_buffer::NullBuffer;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
-use super::types::{DataType, Datum, Interval, Numeric, ScalarValue, F64};
+use super::types::{ArrayValue, DataType, Datum, ElemType, Interval, Numeric, ScalarValue, F64};
 
 /// A borrowed non-null value: a [`ScalarValue`] whose text is not copied.
 /// Equality, order and hash agree with [`ScalarValue`]'s.
@@ -47,6 +51,7 @@ pub enum ScalarRef<'a> {
     Date(NaiveDate),
     Timestamp(NaiveDateTime),
     Interval(Interval),
+    Array(&'a Arc<ArrayValue>),
 }
 
 /// A nullable borrowed value.
@@ -66,6 +71,7 @@ impl ScalarValue {
             ScalarValue::Date(v) => ScalarRef::Date(*v),
             ScalarValue::Timestamp(v) => ScalarRef::Timestamp(*v),
             ScalarValue::Interval(v) => ScalarRef::Interval(*v),
+            ScalarValue::Array(v) => ScalarRef::Array(v),
         }
     }
 }
@@ -89,6 +95,7 @@ impl ScalarRef<'_> {
             ScalarRef::Date(v) => ScalarValue::Date(v),
             ScalarRef::Timestamp(v) => ScalarValue::Timestamp(v),
             ScalarRef::Interval(v) => ScalarValue::Interval(v),
+            ScalarRef::Array(v) => ScalarValue::Array(Arc::clone(v)),
         }
     }
 }
@@ -163,6 +170,14 @@ pub enum Column {
     Timestamp(TimestampMicrosecondArray),
     /// Months (i32), days (i32), microseconds (i64), little-endian.
     Interval(FixedSizeBinaryArray),
+    Array(ArrayColumn),
+}
+
+/// A column of arrays: shared array values, `None` for NULL.
+#[derive(Clone, Debug)]
+pub struct ArrayColumn {
+    pub elem: ElemType,
+    pub values: Arc<[Option<Arc<ArrayValue>>]>,
 }
 
 impl Column {
@@ -180,12 +195,14 @@ impl Column {
             Column::Date(a) => a,
             Column::Timestamp(a) => a,
             Column::Interval(a) => a,
+            Column::Array(_) => return None,
         })
     }
 
     pub fn len(&self) -> usize {
         match self {
             Column::Null(n) => *n,
+            Column::Array(a) => a.values.len(),
             other => other.array().map_or(0, |a| a.len()),
         }
     }
@@ -209,6 +226,7 @@ impl Column {
             Column::Date(_) => DataType::Date,
             Column::Timestamp(_) => DataType::Timestamp,
             Column::Interval(_) => DataType::Interval,
+            Column::Array(a) => DataType::Array(a.elem),
         })
     }
 
@@ -217,7 +235,7 @@ impl Column {
     /// callers want it inlined.
     fn nulls(&self) -> Option<&NullBuffer> {
         match self {
-            Column::Null(_) => None,
+            Column::Null(_) | Column::Array(_) => None,
             Column::Int16(a) => a.nulls(),
             Column::Int32(a) => a.nulls(),
             Column::Int64(a) => a.nulls(),
@@ -235,6 +253,7 @@ impl Column {
     pub fn is_null(&self, i: usize) -> bool {
         match self {
             Column::Null(_) => true,
+            Column::Array(a) => a.values.get(i).is_none_or(Option::is_none),
             _ => self.nulls().is_some_and(|n| n.is_null(i)),
         }
     }
@@ -243,6 +262,7 @@ impl Column {
     pub fn null_count(&self) -> usize {
         match self {
             Column::Null(n) => *n,
+            Column::Array(a) => a.values.iter().filter(|v| v.is_none()).count(),
             _ => self.nulls().map_or(0, |n| n.null_count()),
         }
     }
@@ -265,6 +285,7 @@ impl Column {
             Column::Date(a) => ScalarRef::Date(days_to_date(a.value(i))),
             Column::Timestamp(a) => ScalarRef::Timestamp(micros_to_timestamp(a.value(i))),
             Column::Interval(a) => ScalarRef::Interval(interval_from_bytes(a.value(i))),
+            Column::Array(a) => ScalarRef::Array(a.values.get(i)?.as_ref()?),
         })
     }
 
@@ -284,6 +305,19 @@ impl Column {
 
     /// The rows whose `mask` bit is set (a mask of this column's length).
     pub fn filter(&self, mask: &BooleanArray) -> Column {
+        if let Column::Array(a) = self {
+            let values = a
+                .values
+                .iter()
+                .zip(mask.iter())
+                .filter(|(_, keep)| keep.unwrap_or(false))
+                .map(|(v, _)| v.clone())
+                .collect();
+            return Column::Array(ArrayColumn {
+                elem: a.elem,
+                values,
+            });
+        }
         let Some(array) = self.array() else {
             return Column::Null(mask.true_count());
         };
@@ -294,7 +328,7 @@ impl Column {
             return Column::Null(mask.true_count());
         };
         match self {
-            Column::Null(_) => Column::Null(out.len()),
+            Column::Null(_) | Column::Array(_) => Column::Null(out.len()),
             Column::Int16(_) => Column::Int16(out.as_primitive::<Int16Type>().clone()),
             Column::Int32(_) => Column::Int32(out.as_primitive::<Int32Type>().clone()),
             Column::Int64(_) => Column::Int64(out.as_primitive::<Int64Type>().clone()),
@@ -333,6 +367,7 @@ enum Builder {
     Date(Date32Builder),
     Timestamp(TimestampMicrosecondBuilder),
     Interval(FixedSizeBinaryBuilder),
+    Array(ElemType, Vec<Option<Arc<ArrayValue>>>),
 }
 
 impl Builder {
@@ -351,6 +386,7 @@ impl Builder {
                 Builder::Timestamp(TimestampMicrosecondBuilder::with_capacity(n))
             }
             DataType::Interval => Builder::Interval(FixedSizeBinaryBuilder::with_capacity(n, 16)),
+            DataType::Array(e) => Builder::Array(e, Vec::with_capacity(n)),
         }
     }
 }
@@ -379,6 +415,7 @@ impl ColumnBuilder {
             Builder::Boolean(b) => b.append_null(),
             Builder::Date(b) => b.append_null(),
             Builder::Timestamp(b) => b.append_null(),
+            Builder::Array(_, v) => v.push(None),
         }
     }
 
@@ -413,6 +450,9 @@ impl ColumnBuilder {
             (Builder::Interval(b), ScalarRef::Interval(x)) => {
                 let _ = b.append_value(interval_bytes(&x));
             }
+            (Builder::Array(e, v), ScalarRef::Array(x)) if x.elem == *e => {
+                v.push(Some(Arc::clone(x)))
+            }
             // Integers of a narrower type widen exactly.
             (Builder::Int32(b), ScalarRef::Int16(x)) => b.append_value(x as i32),
             (Builder::Int64(b), ScalarRef::Int16(x)) => b.append_value(x as i64),
@@ -442,6 +482,10 @@ impl ColumnBuilder {
             Builder::Date(mut b) => Column::Date(b.finish()),
             Builder::Timestamp(mut b) => Column::Timestamp(b.finish()),
             Builder::Interval(mut b) => Column::Interval(b.finish()),
+            Builder::Array(elem, v) => Column::Array(ArrayColumn {
+                elem,
+                values: v.into(),
+            }),
         }
     }
 }
@@ -460,6 +504,7 @@ impl ScalarRef<'_> {
             ScalarRef::Date(_) => DataType::Date,
             ScalarRef::Timestamp(_) => DataType::Timestamp,
             ScalarRef::Interval(_) => DataType::Interval,
+            ScalarRef::Array(a) => DataType::Array(a.elem),
         }
     }
 }
@@ -491,6 +536,10 @@ mod tests {
                 days: 40,
                 micros: i64::MIN + 1,
             }),
+            ScalarValue::array(
+                ElemType::Varchar,
+                vec![Some(ScalarValue::varchar("a")), None],
+            ),
         ];
         for v in values {
             let mut b = ColumnBuilder::new(None, 0);

@@ -14,4 +14,6 @@ pub use chunk::{Op, StreamChunk, StreamChunkBuilder, CHUNK_SIZE};
 pub use column::{datum_ref, Column, ColumnBuilder, DatumRef, ScalarRef};
 pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
 pub use time_unit::TimeUnit;
-pub use types::{DataType, Datum, Field, Interval, Numeric, Row, ScalarValue, F64};
+pub use types::{
+    ArrayValue, DataType, Datum, ElemType, Field, Interval, Numeric, Row, ScalarValue, F64,
+};

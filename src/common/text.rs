@@ -13,6 +13,7 @@
 //! numeric keeps at most 28 fractional digits and 28-29 significant digits
 //! (rust_decimal), longer inputs are rounded or rejected as out of range.
 
+mod array;
 mod datetime;
 mod interval;
 
@@ -20,6 +21,7 @@ use rust_decimal::Decimal;
 
 use super::types::{DataType, Numeric, ScalarValue};
 
+pub use array::{format_array, parse_array};
 pub use datetime::{format_date, format_timestamp};
 pub use interval::format_interval;
 
@@ -71,6 +73,7 @@ pub fn format_datum(v: &ScalarValue) -> String {
         ScalarValue::Date(d) => format_date(d),
         ScalarValue::Timestamp(t) => format_timestamp(t),
         ScalarValue::Interval(i) => format_interval(i),
+        ScalarValue::Array(a) => format_array(a),
     }
 }
 
@@ -287,6 +290,7 @@ pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
         DataType::Date => ScalarValue::Date(datetime::parse_date(s)?),
         DataType::Timestamp => ScalarValue::Timestamp(datetime::parse_timestamp(s)?),
         DataType::Interval => ScalarValue::Interval(interval::parse_interval(s)?),
+        DataType::Array(elem) => parse_array(elem, s)?,
     })
 }
 

@@ -29,12 +29,121 @@ pub enum DataType {
     Date,
     Timestamp,
     Interval,
+    /// A one-dimensional PostgreSQL array (`integer[]`). PostgreSQL has no
+    /// arrays of arrays as a type of their own (`int[][]` is `int[]`), so
+    /// the element is always a scalar type and `DataType` stays `Copy`.
+    Array(ElemType),
+}
+
+/// The element type of an array: one of the scalar [`DataType`]s.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum ElemType {
+    Int16,
+    Int32,
+    Int64,
+    Float32,
+    Float64,
+    Decimal,
+    Varchar,
+    Boolean,
+    Date,
+    Timestamp,
+    Interval,
+}
+
+impl ElemType {
+    /// Every element type, in declaration order (the order of type tags).
+    pub const ALL: [ElemType; 11] = [
+        ElemType::Int16,
+        ElemType::Int32,
+        ElemType::Int64,
+        ElemType::Float32,
+        ElemType::Float64,
+        ElemType::Decimal,
+        ElemType::Varchar,
+        ElemType::Boolean,
+        ElemType::Date,
+        ElemType::Timestamp,
+        ElemType::Interval,
+    ];
+
+    /// The scalar type of the elements.
+    pub fn data_type(self) -> DataType {
+        match self {
+            ElemType::Int16 => DataType::Int16,
+            ElemType::Int32 => DataType::Int32,
+            ElemType::Int64 => DataType::Int64,
+            ElemType::Float32 => DataType::Float32,
+            ElemType::Float64 => DataType::Float64,
+            ElemType::Decimal => DataType::Decimal,
+            ElemType::Varchar => DataType::Varchar,
+            ElemType::Boolean => DataType::Boolean,
+            ElemType::Date => DataType::Date,
+            ElemType::Timestamp => DataType::Timestamp,
+            ElemType::Interval => DataType::Interval,
+        }
+    }
+
+    /// The element type of `ty`'s arrays; `None` for an array type (an
+    /// array of arrays is the same array type, see [`DataType::array_of`]).
+    pub fn of(ty: DataType) -> Option<ElemType> {
+        Some(match ty {
+            DataType::Int16 => ElemType::Int16,
+            DataType::Int32 => ElemType::Int32,
+            DataType::Int64 => ElemType::Int64,
+            DataType::Float32 => ElemType::Float32,
+            DataType::Float64 => ElemType::Float64,
+            DataType::Decimal => ElemType::Decimal,
+            DataType::Varchar => ElemType::Varchar,
+            DataType::Boolean => ElemType::Boolean,
+            DataType::Date => ElemType::Date,
+            DataType::Timestamp => ElemType::Timestamp,
+            DataType::Interval => ElemType::Interval,
+            DataType::Array(_) => return None,
+        })
+    }
 }
 
 impl DataType {
+    /// The array type over `self`: `int` gives `int[]`, and (as in
+    /// PostgreSQL, where `int[][]` is `int[]`) an array type gives itself.
+    pub fn array_of(self) -> DataType {
+        match self {
+            DataType::Array(e) => DataType::Array(e),
+            scalar => DataType::Array(ElemType::of(scalar).unwrap_or(ElemType::Varchar)),
+        }
+    }
+
+    /// The element type, for an array type.
+    pub fn elem(self) -> Option<DataType> {
+        match self {
+            DataType::Array(e) => Some(e.data_type()),
+            _ => None,
+        }
+    }
+
+    pub fn is_array(self) -> bool {
+        matches!(self, DataType::Array(_))
+    }
+
     /// The PostgreSQL name, as `format_type` prints it.
     pub fn pg_name(self) -> &'static str {
         match self {
+            DataType::Array(e) => match e {
+                ElemType::Int16 => "smallint[]",
+                ElemType::Int32 => "integer[]",
+                ElemType::Int64 => "bigint[]",
+                ElemType::Float32 => "real[]",
+                ElemType::Float64 => "double precision[]",
+                ElemType::Decimal => "numeric[]",
+                ElemType::Varchar => "character varying[]",
+                ElemType::Boolean => "boolean[]",
+                ElemType::Date => "date[]",
+                ElemType::Timestamp => "timestamp without time zone[]",
+                ElemType::Interval => "interval[]",
+            },
             DataType::Int16 => "smallint",
             DataType::Int32 => "integer",
             DataType::Int64 => "bigint",
@@ -79,6 +188,19 @@ impl DataType {
             DataType::Date => 1082,
             DataType::Timestamp => 1114,
             DataType::Interval => 1186,
+            DataType::Array(e) => match e {
+                ElemType::Int16 => 1005,
+                ElemType::Int32 => 1007,
+                ElemType::Int64 => 1016,
+                ElemType::Float32 => 1021,
+                ElemType::Float64 => 1022,
+                ElemType::Decimal => 1231,
+                ElemType::Varchar => 1015,
+                ElemType::Boolean => 1000,
+                ElemType::Date => 1182,
+                ElemType::Timestamp => 1115,
+                ElemType::Interval => 1187,
+            },
         }
     }
 }
@@ -292,6 +414,56 @@ pub enum ScalarValue {
     Date(NaiveDate),
     Timestamp(NaiveDateTime),
     Interval(Interval),
+    /// Kept behind an `Arc` so a value stays as small as the other
+    /// variants and a copy copies no elements.
+    Array(Arc<ArrayValue>),
+}
+
+/// A one-dimensional array value: its element type (an empty array has
+/// one too) and its elements, each possibly NULL. Lower bound 1 always.
+///
+/// Equality, order and hash are PostgreSQL's `array_cmp`: element by
+/// element, a NULL element equal to another NULL and greater than any
+/// value, and a proper prefix before the longer array. The element type
+/// takes no part (arrays of different types are never compared).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ArrayValue {
+    pub elem: ElemType,
+    pub items: Vec<Datum>,
+}
+
+impl ArrayValue {
+    pub fn new(elem: ElemType, items: Vec<Datum>) -> ArrayValue {
+        ArrayValue { elem, items }
+    }
+}
+
+impl PartialEq for ArrayValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+impl Eq for ArrayValue {}
+impl PartialOrd for ArrayValue {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ArrayValue {
+    fn cmp(&self, other: &Self) -> Ordering {
+        for (a, b) in self.items.iter().zip(&other.items) {
+            match cmp_datum_nulls_last(a, b) {
+                Ordering::Equal => {}
+                o => return o,
+            }
+        }
+        self.items.len().cmp(&other.items.len())
+    }
+}
+impl Hash for ArrayValue {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.items.hash(state)
+    }
 }
 
 /// A nullable SQL value; `None` is NULL.
@@ -314,6 +486,7 @@ impl ScalarValue {
             ScalarValue::Date(_) => DataType::Date,
             ScalarValue::Timestamp(_) => DataType::Timestamp,
             ScalarValue::Interval(_) => DataType::Interval,
+            ScalarValue::Array(a) => DataType::Array(a.elem),
         }
     }
 
@@ -356,6 +529,26 @@ impl ScalarValue {
 
     pub fn float32(v: f32) -> ScalarValue {
         ScalarValue::Float32(F64(v as f64))
+    }
+
+    pub fn array(elem: ElemType, items: Vec<Datum>) -> ScalarValue {
+        ScalarValue::Array(Arc::new(ArrayValue::new(elem, items)))
+    }
+
+    /// The empty array of an array type (of text for any other type).
+    pub fn array_empty(ty: DataType) -> ScalarValue {
+        let elem = match ty {
+            DataType::Array(e) => e,
+            _ => ElemType::Varchar,
+        };
+        ScalarValue::array(elem, Vec::new())
+    }
+
+    pub fn as_array(&self) -> Option<&ArrayValue> {
+        match self {
+            ScalarValue::Array(a) => Some(a),
+            _ => None,
+        }
     }
 }
 

@@ -33,6 +33,9 @@ pub enum AggKind {
     /// `string_agg(value, delimiter [ORDER BY …])`, over the packed input
     /// of [`pack_string_agg_input`].
     StringAgg,
+    /// `array_agg(value [ORDER BY …])`, over the packed input of
+    /// [`pack_array_agg_input`]; NULL values are elements too.
+    ArrayAgg,
 }
 
 /// An aggregate call over columns of its input.
@@ -83,9 +86,8 @@ pub fn create_accumulator(call: &AggCall) -> Box<dyn Accumulator> {
             max: call.kind == AggKind::Max,
             values: BTreeMap::new(),
         }),
-        AggKind::StringAgg => Box::new(StringAgg {
-            values: BTreeMap::new(),
-        }),
+        AggKind::StringAgg => Box::new(StringAgg::default()),
+        AggKind::ArrayAgg => Box::new(ArrayAgg::new(call.return_type)),
         AggKind::BoolAnd | AggKind::BoolOr => Box::new(BoolAndOr {
             and: call.kind == AggKind::BoolAnd,
             trues: 0,
@@ -756,102 +758,6 @@ impl Accumulator for MinMax {
     }
 }
 
-/// The single input of `string_agg(value, delimiter ORDER BY keys)`, from
-/// `[value, delimiter, directions, keys...]` (`directions`: one `a` or `d`
-/// per key): NULL when the value is NULL (string_agg skips it), else the
-/// text `<keys>|<n>:<delimiter><value>` where `<keys>` is the hex of the
-/// keys' memcomparable encoding in their directions and `n` the delimiter's
-/// length in bytes (a NULL delimiter is empty, as in PostgreSQL). Text
-/// orders byte-wise, and the key encoding is prefix-free, so the packed
-/// inputs sort in the call's ORDER BY order: the accumulator keeps them in
-/// a multiset (exact under retraction) and concatenates them in order.
-pub fn pack_string_agg_input(vals: &[Datum]) -> ExprResult<Datum> {
-    let text = |d: Option<&Datum>| -> ExprResult<Option<String>> {
-        match d {
-            Some(Some(v)) => match v.as_str() {
-                Some(s) => Ok(Some(s.to_string())),
-                None => Ok(Some(crate::common::text::format_datum(v))),
-            },
-            _ => Ok(None),
-        }
-    };
-    let Some(value) = text(vals.first())? else {
-        return Ok(None);
-    };
-    let delimiter = text(vals.get(1))?.unwrap_or_default();
-    let dirs = text(vals.get(2))?.unwrap_or_default();
-    let mut key = Vec::new();
-    for (i, k) in vals.iter().skip(3).enumerate() {
-        let desc = dirs.as_bytes().get(i) == Some(&b'd');
-        crate::common::encoding::encode_datum_ordered(&mut key, k, desc);
-    }
-    let mut out = String::with_capacity(key.len() * 2 + delimiter.len() + value.len() + 8);
-    for b in key {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out.push_str(&format!("|{}:", delimiter.len()));
-    out.push_str(&delimiter);
-    out.push_str(&value);
-    Ok(Some(ScalarValue::varchar(out)))
-}
-
-/// The delimiter and value of a packed `string_agg` input.
-fn unpack_string_agg_input(packed: &str) -> ExprResult<(&str, &str)> {
-    let rest = packed.split_once('|').ok_or_else(corrupt)?.1;
-    let (len, rest) = rest.split_once(':').ok_or_else(corrupt)?;
-    let len: usize = len.parse().map_err(|_| corrupt())?;
-    if len > rest.len() || !rest.is_char_boundary(len) {
-        return Err(corrupt());
-    }
-    Ok(rest.split_at(len))
-}
-
-/// `string_agg`: a multiset of the current packed inputs, in ORDER BY
-/// order; the output is the first value, then each next value preceded by
-/// its own delimiter (PostgreSQL's definition).
-#[derive(Clone, Debug)]
-struct StringAgg {
-    values: BTreeMap<ScalarValue, i64>,
-}
-
-impl Accumulator for StringAgg {
-    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
-        if let Some(v) = value {
-            multiset_update(&mut self.values, insert, v)?;
-        }
-        Ok(())
-    }
-    fn output(&self) -> ExprResult<Datum> {
-        if self.values.is_empty() {
-            return Ok(None);
-        }
-        let mut out = String::new();
-        let mut first = true;
-        for (v, n) in &self.values {
-            let (delimiter, value) = unpack_string_agg_input(v.as_str().ok_or_else(corrupt)?)?;
-            for _ in 0..*n {
-                if !first {
-                    out.push_str(delimiter);
-                }
-                first = false;
-                out.push_str(value);
-            }
-        }
-        Ok(Some(ScalarValue::varchar(out)))
-    }
-    fn save(&self) -> Row {
-        let mut row = Vec::with_capacity(self.values.len() * 2);
-        save_multiset(&self.values, &mut row);
-        row
-    }
-    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
-        load_multiset(state, &mut self.values)
-    }
-    fn box_clone(&self) -> Box<dyn Accumulator> {
-        Box::new(self.clone())
-    }
-}
-
 /// `agg(DISTINCT x)`: per-value counts; the inner aggregate sees a value
 /// only when it appears (0 → 1) or disappears (1 → 0). NULLs are ignored.
 #[derive(Debug)]
@@ -895,8 +801,11 @@ impl Accumulator for Distinct {
     }
 }
 
+mod ordered;
 mod states;
 #[cfg(test)]
 mod tests;
 
+pub use ordered::{pack_array_agg_input, pack_string_agg_input};
+use ordered::{ArrayAgg, StringAgg};
 pub use states::AggStates;

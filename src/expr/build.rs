@@ -65,6 +65,7 @@ fn cast_context(from: DataType, to: DataType) -> Option<CastContext> {
         });
     }
     match (from, to) {
+        (Array(a), Array(b)) => cast_context(a.data_type(), b.data_type()),
         (_, Varchar) => Some(CastContext::Assignment),
         (Varchar, _) => Some(CastContext::Explicit),
         (Int32, Boolean) | (Boolean, Int32) => Some(CastContext::Explicit),
@@ -146,7 +147,31 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     let types: Vec<DataType> = args.iter().map(Expr::return_type).collect();
     let err = || no_operator(func, &types);
     let arity = |ok: bool| if ok { Ok(()) } else { Err(err()) };
+    if func == Func::Concat && types.iter().any(|t| t.is_array()) {
+        let f = match (
+            types.as_slice(),
+            types.first().is_some_and(|t| t.is_array()),
+        ) {
+            ([a, b], _) if a.is_array() && b.is_array() => Func::ArrayCat,
+            (_, true) => Func::ArrayAppend,
+            _ => Func::ArrayPrepend,
+        };
+        return super::array::build(f, args).map_err(|e| if e.code == "42883" { err() } else { e });
+    }
     match func {
+        Func::ArrayConstruct
+        | Func::ArraySubscript
+        | Func::ArraySlice
+        | Func::ArrayLength
+        | Func::Cardinality
+        | Func::ArrayToString
+        | Func::ArrayCat
+        | Func::ArrayAppend
+        | Func::ArrayPrepend
+        | Func::ArrayPosition
+        | Func::EqAny
+        | Func::RegexpMatch
+        | Func::RegexpReplace => super::array::build(func, args),
         Func::Add | Func::Sub | Func::Mul | Func::Div | Func::Mod => {
             arity(args.len() == 2)?;
             build_arith(func, args)
@@ -387,6 +412,10 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         }
         Func::StringAggInput => {
             arity(types.len() >= 3)?;
+            Ok(func_expr(func, args, Varchar))
+        }
+        Func::ArrayAggInput => {
+            arity(types.len() >= 2)?;
             Ok(func_expr(func, args, Varchar))
         }
         Func::ScalarSubquery => {
@@ -652,6 +681,13 @@ pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
     }
     match (a, b) {
         (Date, Timestamp) | (Timestamp, Date) => Ok(Timestamp),
+        (Array(x), Array(y)) => match common_type(x.data_type(), y.data_type()) {
+            Ok(t) => Ok(t.array_of()),
+            Err(_) => Err(ExprError::new(
+                "42804",
+                format!("types {} and {} cannot be matched", a, b),
+            )),
+        },
         _ => Err(ExprError::new(
             "42804",
             format!("types {} and {} cannot be matched", a, b),
@@ -678,10 +714,13 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         AggKind::BitOr => "bit_or",
         AggKind::BitXor => "bit_xor",
         AggKind::StringAgg => "string_agg",
+        AggKind::ArrayAgg => "array_agg",
     };
     let ret = match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Some(Int64),
         (AggKind::StringAgg, Some(Varchar)) => Some(Varchar),
+        // Over its value's type; the binder types the packed input's call.
+        (AggKind::ArrayAgg, Some(t)) => (!t.is_array()).then(|| t.array_of()),
         (_, None) => None,
         (AggKind::Sum, Some(t)) => match t {
             Int16 | Int32 => Some(Int64),

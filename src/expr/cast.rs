@@ -148,6 +148,19 @@ pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
         return Ok(v);
     }
     Ok(match (v, to) {
+        // Element by element, NULLs kept (PostgreSQL's `array_map` cast).
+        (S::Array(a), DataType::Array(elem)) => {
+            let items = a
+                .items
+                .iter()
+                .map(|d| {
+                    d.clone()
+                        .map(|v| cast_value(v, elem.data_type()))
+                        .transpose()
+                })
+                .collect::<ExprResult<Vec<_>>>()?;
+            S::array(elem, items)
+        }
         (S::Boolean(b), DataType::Varchar) => S::varchar(if b { "true" } else { "false" }),
         (v, DataType::Varchar) => S::varchar(format_datum(&v)),
         (S::Varchar(s), to) => parse_datum(to, &s)?,

@@ -168,9 +168,17 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
                 same == (func == Func::IsNotDistinctFrom),
             )));
         }
+        f if super::array::is_lenient(f) => {
+            let vals = eval_args(args, row)?;
+            return super::array::eval_lenient(func, ty, vals);
+        }
         Func::StringAggInput => {
             let vals = eval_args(args, row)?;
             return super::agg::pack_string_agg_input(&vals);
+        }
+        Func::ArrayAggInput => {
+            let vals = eval_args(args, row)?;
+            return super::agg::pack_array_agg_input(&vals);
         }
         Func::ConcatFn | Func::ConcatWs => {
             let vals = eval_args(args, row)?;
@@ -268,7 +276,8 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::ConcatWs
             | Func::NullIf
             | Func::StringAggInput
-    )
+            | Func::ArrayAggInput
+    ) && !super::array::is_lenient(func)
 }
 
 /// A strict function of non-NULL arguments.
@@ -281,6 +290,9 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
         Ok(Some(ScalarValue::Boolean(want(compare(v(0)?, v(1)?)?))))
     };
     let text = |s: String| Ok(Some(ScalarValue::varchar(s)));
+    if let Some(r) = super::array::apply_strict(func, &vals) {
+        return r;
+    }
     match func {
         Func::Add => Ok(Some(arith(ArithOp::Add, v(0)?, v(1)?)?)),
         Func::Sub => Ok(Some(arith(ArithOp::Sub, v(0)?, v(1)?)?)),
@@ -299,7 +311,7 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
         Func::QuoteIdent => text(string::quote_ident(as_str(v(0)?)?)),
         Func::RegexMatch | Func::RegexNotMatch | Func::RegexIMatch | Func::RegexNotIMatch => {
             let ci = matches!(func, Func::RegexIMatch | Func::RegexNotIMatch);
-            let m = string::regex_match(as_str(v(0)?)?, as_str(v(1)?)?, ci)?;
+            let m = super::regexp::regex_match(as_str(v(0)?)?, as_str(v(1)?)?, ci)?;
             let negate = matches!(func, Func::RegexNotMatch | Func::RegexNotIMatch);
             Ok(Some(ScalarValue::Boolean(m != negate)))
         }

@@ -57,6 +57,10 @@ pub enum Func {
     /// call, as `[value, delimiter, directions, keys...]`: see
     /// [`super::agg::pack_string_agg_input`]. Internal (no SQL name).
     StringAggInput,
+    /// The one input of an `array_agg(value [ORDER BY keys])` call, as
+    /// `[value, directions, keys...]`: see
+    /// [`super::agg::pack_array_agg_input`]. Internal (no SQL name).
+    ArrayAggInput,
     /// Arguments `[substring, string]`, the order of `POSITION(sub IN s)`.
     Position,
     // math
@@ -98,6 +102,35 @@ pub enum Func {
     /// a join with a grouped aggregate, where `count` is how many rows the
     /// subquery had for this outer row; more than one is an error (21000).
     ScalarSubquery,
+    // arrays (see [`super::array`])
+    /// `ARRAY[e1, e2, …]`: the arguments, NULLs included, as an array.
+    ArrayConstruct,
+    /// `a[i]`: `[array, int4 index]`, NULL out of range.
+    ArraySubscript,
+    /// `a[i:j]`: `[array, int4 lower, int4 upper]` (an omitted bound is
+    /// bound as 1 or `i32::MAX`).
+    ArraySlice,
+    /// `array_length(a, dim)`.
+    ArrayLength,
+    /// `cardinality(a)`.
+    Cardinality,
+    /// `array_to_string(a, sep [, null_str])`, RisingWave's `array_join`.
+    ArrayToString,
+    /// `array_cat(a, b)`, `a || b` for two arrays.
+    ArrayCat,
+    /// `array_append(a, e)`, `a || e`.
+    ArrayAppend,
+    /// `array_prepend(e, a)`, `e || a`.
+    ArrayPrepend,
+    /// `array_position(a, e)`: 1-based, NULL if absent (`IS NOT DISTINCT`).
+    ArrayPosition,
+    /// `x = ANY(array)` as `[x, array]`.
+    EqAny,
+    // regular expressions (see [`super::regexp`])
+    /// `regexp_match(string, pattern [, flags])`: `varchar[]`.
+    RegexpMatch,
+    /// `regexp_replace(string, pattern, replacement [, flags])`.
+    RegexpReplace,
 }
 
 impl Func {
@@ -135,6 +168,15 @@ impl Func {
             "age" => Func::Age,
             "to_char" => Func::ToChar,
             "tumble_start" => Func::TumbleStart,
+            "array_length" => Func::ArrayLength,
+            "cardinality" => Func::Cardinality,
+            "array_to_string" | "array_join" => Func::ArrayToString,
+            "array_cat" => Func::ArrayCat,
+            "array_append" => Func::ArrayAppend,
+            "array_prepend" => Func::ArrayPrepend,
+            "array_position" => Func::ArrayPosition,
+            "regexp_match" => Func::RegexpMatch,
+            "regexp_replace" => Func::RegexpReplace,
             _ => return None,
         })
     }
@@ -147,7 +189,7 @@ impl Func {
             Func::Mul => "*",
             Func::Div => "/",
             Func::Mod => "%",
-            Func::Eq | Func::IsDistinctFrom | Func::IsNotDistinctFrom => "=",
+            Func::Eq | Func::IsDistinctFrom | Func::IsNotDistinctFrom | Func::EqAny => "=",
             Func::NotEq => "<>",
             Func::Lt => "<",
             Func::LtEq => "<=",
@@ -209,6 +251,7 @@ impl Func {
             Func::Replace => "replace",
             Func::SplitPart => "split_part",
             Func::StringAggInput => "string_agg_input",
+            Func::ArrayAggInput => "array_agg_input",
             Func::Position => "position",
             Func::Round => "round",
             Func::Abs => "abs",
@@ -231,6 +274,19 @@ impl Func {
             Func::JustifyInterval => "justify_interval",
             Func::Age => "age",
             Func::ScalarSubquery => "scalar subquery",
+            Func::ArrayConstruct => "array",
+            Func::ArraySubscript => "array_subscript",
+            Func::ArraySlice => "array_slice",
+            Func::ArrayLength => "array_length",
+            Func::Cardinality => "cardinality",
+            Func::ArrayToString => "array_to_string",
+            Func::ArrayCat => "array_cat",
+            Func::ArrayAppend => "array_append",
+            Func::ArrayPrepend => "array_prepend",
+            Func::ArrayPosition => "array_position",
+            Func::EqAny => "any",
+            Func::RegexpMatch => "regexp_match",
+            Func::RegexpReplace => "regexp_replace",
         }
     }
 }

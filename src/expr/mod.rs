@@ -12,6 +12,7 @@
 
 pub mod agg;
 mod arith;
+mod array;
 pub mod build;
 pub mod cast;
 mod datetime;
@@ -19,6 +20,7 @@ pub mod eval;
 mod func;
 mod monotone;
 pub mod over;
+mod regexp;
 mod string;
 mod to_char;
 pub mod vector;

@@ -181,25 +181,6 @@ pub fn like(
     Ok(toks[pi..].iter().all(|t| *t == Tok::Any))
 }
 
-/// `text ~ pattern`: whether `pattern` matches anywhere in `s`. Patterns
-/// are compiled per call: the operator serves catalog queries (psql's
-/// `\d name`), not hot paths.
-pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> ExprResult<bool> {
-    let re = regex::RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .build()
-        .map_err(|e| {
-            ExprError::new(
-                "2201B",
-                format!(
-                    "invalid regular expression: {}",
-                    e.to_string().lines().last().unwrap_or("")
-                ),
-            )
-        })?;
-    Ok(re.is_match(s))
-}
-
 /// `quote_ident`: `s` as an SQL identifier, quoted only when needed.
 pub fn quote_ident(s: &str) -> String {
     let plain = s

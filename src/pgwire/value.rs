@@ -13,7 +13,7 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use rust_decimal::Decimal;
 
 use crate::common::text::{format_datum, parse_datum};
-use crate::common::{DataType, Datum, Interval, Numeric, ScalarValue};
+use crate::common::{DataType, Datum, ElemType, Interval, Numeric, ScalarValue};
 use crate::frontend::FrontendError;
 
 /// The wire format of one value, chosen per column by the client.
@@ -54,7 +54,7 @@ pub(super) fn type_size(ty: DataType) -> i16 {
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
         DataType::Int64 | DataType::Float64 | DataType::Timestamp => 8,
         DataType::Interval => 16,
-        DataType::Decimal | DataType::Varchar => -1,
+        DataType::Decimal | DataType::Varchar | DataType::Array(_) => -1,
     }
 }
 
@@ -108,6 +108,25 @@ fn encode_binary(
     };
     let out_of_range = || FrontendError::new("22003", format!("{ty} out of range"));
     match ty {
+        DataType::Array(elem) => {
+            // `array_send`: dimensions (0 for an empty array), a has-NULLs
+            // flag, the element OID, per dimension its length and lower
+            // bound, then each element as a length word and its own send
+            // format (-1 for NULL).
+            let a = value.as_array().ok_or_else(mismatch)?;
+            let n = i32::try_from(a.items.len())
+                .map_err(|_| FrontendError::new("54000", "array is too large"))?;
+            buf.put_i32(if n == 0 { 0 } else { 1 });
+            buf.put_i32(i32::from(a.items.iter().any(Option::is_none)));
+            buf.put_u32(elem.data_type().oid());
+            if n > 0 {
+                buf.put_i32(n);
+                buf.put_i32(1);
+            }
+            for item in &a.items {
+                encode_value(buf, elem.data_type(), item, Format::Binary)?;
+            }
+        }
         DataType::Int16 => {
             let v = value.as_i64().ok_or_else(mismatch)?;
             buf.put_i16(i16::try_from(v).map_err(|_| out_of_range())?);
@@ -286,9 +305,52 @@ fn decode_float(raw: &[u8]) -> Option<f64> {
     }
 }
 
+/// `array_recv` of a one-dimensional array (lower bound ignored, as a
+/// value here always starts at 1).
+fn decode_binary_array(elem: ElemType, mut raw: &[u8]) -> Option<ScalarValue> {
+    fn word(raw: &mut &[u8]) -> Option<i32> {
+        let (head, rest) = raw.split_first_chunk::<4>()?;
+        *raw = rest;
+        Some(i32::from_be_bytes(*head))
+    }
+    let ndim = word(&mut raw)?;
+    let _has_nulls = word(&mut raw)?;
+    let oid = word(&mut raw)?;
+    if oid as u32 != elem.data_type().oid() {
+        return None;
+    }
+    let n = match ndim {
+        0 => 0,
+        1 => {
+            let n = usize::try_from(word(&mut raw)?).ok()?;
+            let _lower = word(&mut raw)?;
+            n
+        }
+        _ => return None,
+    };
+    // Every element takes at least its length word.
+    let mut items = Vec::with_capacity(n.min(raw.len() / 4));
+    for _ in 0..n {
+        let len = word(&mut raw)?;
+        if len < 0 {
+            items.push(None);
+            continue;
+        }
+        let len = usize::try_from(len).ok()?;
+        if len > raw.len() {
+            return None;
+        }
+        let (value, rest) = raw.split_at(len);
+        raw = rest;
+        items.push(Some(decode_binary(elem.data_type(), value)?));
+    }
+    raw.is_empty().then(|| ScalarValue::array(elem, items))
+}
+
 /// `None` when the bytes are not a valid binary value of the type.
 fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
     Some(match ty {
+        DataType::Array(elem) => return decode_binary_array(elem, raw),
         DataType::Int16 => ScalarValue::Int16(decode_int(raw)?.try_into().ok()?),
         DataType::Int32 => ScalarValue::Int32(decode_int(raw)?.try_into().ok()?),
         DataType::Int64 => ScalarValue::Int64(decode_int(raw)?),
@@ -410,6 +472,30 @@ mod tests {
         assert_eq!(numeric_bytes("-0.00001"), words(&[1, -2, 0x4000, 5, 1000]));
         assert_eq!(numeric_bytes("10000"), words(&[1, 1, 0, 0, 1]));
         assert_eq!(numeric_bytes("1.10"), words(&[2, 0, 0, 2, 1, 1000]));
+    }
+
+    #[test]
+    fn arrays_in_postgres_binary_format() {
+        let ty = DataType::Array(ElemType::Int32);
+        let v = ScalarValue::array(ElemType::Int32, vec![Some(ScalarValue::Int32(1)), None]);
+        let mut buf = BytesMut::new();
+        encode_binary(&mut buf, ty, &v).unwrap();
+        let want: Vec<i32> = vec![1, 1, 23, 2, 1, 4, 1, -1];
+        let want: Vec<u8> = want.iter().flat_map(|w| w.to_be_bytes()).collect();
+        assert_eq!(&buf[..], &want[..]);
+        assert_eq!(decode_binary(ty, &buf), Some(v));
+        let empty = ScalarValue::array(ElemType::Varchar, vec![]);
+        let vty = DataType::Array(ElemType::Varchar);
+        let mut buf = BytesMut::new();
+        encode_binary(&mut buf, vty, &empty).unwrap();
+        assert_eq!(buf.len(), 12);
+        assert_eq!(decode_binary(vty, &buf), Some(empty));
+        // Truncated, a wrong element type, two dimensions: errors.
+        assert!(decode_binary(ty, &want[..want.len() - 2]).is_none());
+        assert!(decode_binary(vty, &want).is_none());
+        let mut two = want.clone();
+        two[3] = 2;
+        assert!(decode_binary(ty, &two).is_none());
     }
 
     #[test]

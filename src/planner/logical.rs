@@ -71,6 +71,14 @@ pub enum LogicalPlan {
         input: Box<LogicalPlan>,
         vector: Expr,
     },
+    /// `unnest(array)` in a select list: each input row once per element
+    /// of `array`, followed by the element. A NULL or empty array yields
+    /// no row. (A stream plan adds the element's 1-based position, hidden,
+    /// to the stream key.)
+    Unnest {
+        input: Box<LogicalPlan>,
+        array: Expr,
+    },
     /// `HOP(input, time, slide, size [, offset])`: each input row once per
     /// window holding its time (`time_col`, a timestamp), followed by the
     /// window's bounds ([`WINDOW_FIELDS`]). A NULL time is in no window.
@@ -125,6 +133,12 @@ impl LogicalPlan {
                 f.extend(EXPAND_FIELDS.map(|(n, t)| Field::new(n, t)));
                 f
             }
+            LogicalPlan::Unnest { input, array } => {
+                let mut f = input.fields();
+                let elem = array.return_type().elem().unwrap_or(DataType::Varchar);
+                f.push(Field::new("unnest", elem));
+                f
+            }
             LogicalPlan::HopWindow { input, .. } => {
                 let mut f = input.fields();
                 f.extend(WINDOW_FIELDS.map(|n| Field::new(n, DataType::Timestamp)));
@@ -177,6 +191,7 @@ impl LogicalPlan {
             LogicalPlan::ExpandVector { vector, .. } => {
                 writeln!(f, "{pad}ExpandVector {vector:?}")?
             }
+            LogicalPlan::Unnest { array, .. } => writeln!(f, "{pad}Unnest {array:?}")?,
             LogicalPlan::HopWindow {
                 time_col, window, ..
             } => writeln!(f, "{pad}HopWindow {time_col:?} {window:?}")?,
@@ -238,6 +253,7 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::TopN { input, .. }
             | LogicalPlan::ExpandVector { input, .. }
+            | LogicalPlan::Unnest { input, .. }
             | LogicalPlan::HopWindow { input, .. }
             | LogicalPlan::OverWindow { input, .. } => input.push_rank_limits(),
             LogicalPlan::Join { left, right, .. } => {
@@ -256,6 +272,7 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::TopN { input, .. }
             | LogicalPlan::ExpandVector { input, .. }
+            | LogicalPlan::Unnest { input, .. }
             | LogicalPlan::HopWindow { input, .. }
             | LogicalPlan::OverWindow { input, .. } => vec![input],
             LogicalPlan::Join { left, right, .. } => vec![left, right],

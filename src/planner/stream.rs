@@ -407,8 +407,23 @@ impl<'a> StreamPlanner<'a> {
                 self.keep_keys(node, keep)
             }
             LogicalPlan::ExpandVector { .. } => Err(PlanError::unsupported(
-                "set-returning functions in a materialized view",
+                "set-returning functions other than unnest in a materialized view",
             )),
+            LogicalPlan::Unnest { input, array } => {
+                let mut node = self.plan(input)?;
+                let (log, phys) = (input.fields().len(), node.types.len());
+                let elem = array.return_type().elem().unwrap_or(DataType::Varchar);
+                node.frag.nodes.push(NodeDesc::Unnest {
+                    array: array.clone(),
+                });
+                node.types.extend([elem, DataType::Int32]);
+                // A row gives one row per element: the position tells them
+                // apart. The distribution is the input's, whose columns
+                // pass through.
+                node.pk.push(phys + 1);
+                let keep = (0..log).chain([phys, phys + 1]).collect();
+                self.keep_keys(node, keep)
+            }
             LogicalPlan::HopWindow {
                 input,
                 time_col,

@@ -20,6 +20,7 @@ use super::executor::semi_join::{DegreeSide, SemiJoinExecutor};
 use super::executor::stream_scan::{BackfillDesc, StreamScanExecutor};
 use super::executor::top_n::TopNExecutor;
 use super::executor::union::UnionExecutor;
+use super::executor::unnest::UnnestExecutor;
 use super::executor::watermark_filter::WatermarkFilterExecutor;
 use super::executor::Executor;
 use super::message::{ActorId, DispatcherDesc, FragmentId};
@@ -71,6 +72,11 @@ pub enum NodeDesc {
     },
     Filter {
         predicate: Expr,
+    },
+    /// `unnest(array)` in a select list: the element and its position
+    /// follow the input's columns.
+    Unnest {
+        array: Expr,
     },
     HopWindow {
         time_col: Expr,
@@ -161,6 +167,7 @@ impl NodeDesc {
             NodeDesc::Project { .. } => "Project",
             NodeDesc::Filter { .. } => "Filter",
             NodeDesc::HopWindow { .. } => "HopWindow",
+            NodeDesc::Unnest { .. } => "Unnest",
             NodeDesc::Materialize { .. } => "Materialize",
             NodeDesc::HashAgg { .. } => "HashAgg",
             NodeDesc::HashJoin { .. } => "HashJoin",
@@ -338,6 +345,7 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
         } => Box::new(
             HopWindowExecutor::new(time_col.clone(), *window, id).with_input_width(*input_width),
         ),
+        NodeDesc::Unnest { array } => Box::new(UnnestExecutor::new(array.clone(), id)),
         NodeDesc::Filter { predicate } => Box::new(FilterExecutor::new(predicate.clone(), id)),
         NodeDesc::WatermarkFilter {
             column,

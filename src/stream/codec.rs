@@ -33,8 +33,8 @@ use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, Str
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 
 use super::message::{Barrier, Message};
-use crate::common::encoding::{tag_type, type_tag};
-use crate::common::{Column, DataType, Op, StreamChunk};
+use crate::common::encoding::{decode_datum, encode_datum_ref, tag_type, type_tag};
+use crate::common::{datum_ref, Column, ColumnBuilder, DataType, Op, ScalarRef, StreamChunk};
 
 const VERSION: u8 = 2;
 const KIND_CHUNK: u8 = 1;
@@ -114,6 +114,13 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
     buf.push(type_code(column.data_type()));
     let array: &dyn Array = match column {
         Column::Null(_) => return,
+        Column::Array(a) => {
+            // Arrays are rare on the wire: each value in its key encoding.
+            for v in a.values.iter() {
+                encode_datum_ref(buf, v.as_ref().map(ScalarRef::Array));
+            }
+            return;
+        }
         Column::Int16(a) => a,
         Column::Int32(a) => a,
         Column::Int64(a) => a,
@@ -139,7 +146,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         }
     }
     match column {
-        Column::Null(_) => {}
+        Column::Null(_) | Column::Array(_) => {}
         Column::Int16(a) => le(buf, a.values(), i16::to_le_bytes),
         Column::Int32(a) => le(buf, a.values(), i32::to_le_bytes),
         Column::Int64(a) => le(buf, a.values(), i64::to_le_bytes),
@@ -222,6 +229,14 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
         return Ok(Column::Null(rows));
     }
     let ty = tag_type(code - 1).map_err(|_| err(format!("unknown type {code}")))?;
+    if ty.is_array() {
+        let mut b = ColumnBuilder::new(Some(ty), rows);
+        for _ in 0..rows {
+            let d = decode_datum(data, ty).map_err(|e| err(e.to_string()))?;
+            b.push(datum_ref(&d));
+        }
+        return Ok(b.finish());
+    }
     let nulls = match take(data, 1)? {
         [0] => None,
         [1] => Some(NullBuffer::new(decode_bits(data, rows)?)),
@@ -307,6 +322,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
                 .map_err(bad)?,
             )
         }
+        DataType::Array(_) => return Err(err("array column decoded as a scalar one")),
     })
 }
 
@@ -342,13 +358,17 @@ mod tests {
                     day.and_hms_micro_opt(10, 11, 12, 123_456).expect("time"),
                 )),
                 Some(ScalarValue::Interval(Interval::new(i as i32 % 13, -3, i))),
+                Some(ScalarValue::array(
+                    crate::common::ElemType::Varchar,
+                    vec![Some(ScalarValue::varchar(text)), None],
+                )),
             ]
         };
         StreamChunk::from_rows(
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 11],
+                vec![None; 12],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
@@ -362,7 +382,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.columns().len(), 11);
+        assert_eq!(chunk.columns().len(), 12);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),

@@ -97,6 +97,22 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT k, string_agg(s, ',' ORDER BY id) AS sa, string_agg(DISTINCT s, '|' ORDER BY s DESC) FILTER (WHERE b) AS sd, string_agg(split_part(s, 'a', 1), k::varchar ORDER BY v DESC, id) AS sp FROM t1 GROUP BY k",
     ),
     (
+        "mv_array_agg",
+        "SELECT k, array_agg(v ORDER BY id) AS av, array_agg(DISTINCT s ORDER BY s) FILTER (WHERE b) AS sd, array_agg(n ORDER BY n DESC, id) AS an FROM t1 GROUP BY k",
+    ),
+    (
+        "mv_regexp",
+        "SELECT id, (regexp_match(s, '([aeiou])(.)'))[2] AS m2, regexp_match(s, 'r+', 'i') AS rm, ARRAY[k, id] AS pair, (ARRAY[s, 'x'])[1:1] AS s1 FROM t1 WHERE s ~ 'e' OR k > 5",
+    ),
+    (
+        "mv_array_key",
+        "SELECT regexp_match(s, '^(.)(.?)') AS head, count(*) AS c, array_agg(id ORDER BY id) AS ids FROM t1 GROUP BY regexp_match(s, '^(.)(.?)')",
+    ),
+    (
+        "mv_unnest",
+        "SELECT id, unnest(regexp_match(s, '(.)(.)?')) AS ch, v FROM t1 WHERE k IS NOT NULL",
+    ),
+    (
         "mv_union",
         "SELECT k, id AS val FROM t1 WHERE v < 0 UNION ALL SELECT k, w AS val FROM t2",
     ),

@@ -105,6 +105,26 @@ pub const PG_TYPES: &[PgType] = &[
     (1700, "numeric", "numeric", -1, "N", 1231),
     (2205, "regclass", "regclass", 4, "N", 2210),
     (2206, "regtype", "regtype", 4, "N", 2211),
+    // The array types of ours (`DataType::Array`).
+    (1000, "_bool", "boolean[]", -1, "A", 0),
+    (1005, "_int2", "smallint[]", -1, "A", 0),
+    (1007, "_int4", "integer[]", -1, "A", 0),
+    (1009, "_text", "text[]", -1, "A", 0),
+    (1015, "_varchar", "character varying[]", -1, "A", 0),
+    (1016, "_int8", "bigint[]", -1, "A", 0),
+    (1021, "_float4", "real[]", -1, "A", 0),
+    (1022, "_float8", "double precision[]", -1, "A", 0),
+    (
+        1115,
+        "_timestamp",
+        "timestamp without time zone[]",
+        -1,
+        "A",
+        0,
+    ),
+    (1182, "_date", "date[]", -1, "A", 0),
+    (1187, "_interval", "interval[]", -1, "A", 0),
+    (1231, "_numeric", "numeric[]", -1, "A", 0),
 ];
 
 /// The functions `pg_proc` lists: `(name, number of arguments, result

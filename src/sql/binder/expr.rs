@@ -159,14 +159,13 @@ impl Binder<'_> {
         &mut self,
         scope: &Scope,
         whole: &ast::Expr,
-        root: &ast::Expr,
+        root: BExpr,
         access_chain: &[ast::AccessExpr],
     ) -> SqlResult<BExpr> {
         let unsupported = || SqlError::unsupported(format!("expression \"{whole}\""));
         let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access_chain else {
             return Err(unsupported());
         };
-        let root = self.bind_expr(scope, root)?;
         let index = self.bind_expr(scope, index)?;
         let text = match self.resolve(root, DataType::Varchar)? {
             Expr::Literal {
@@ -211,6 +210,95 @@ impl Binder<'_> {
         Ok(BExpr::Typed(Expr::literal(value, DataType::Varchar)))
     }
 
+    /// `ARRAY[e1, e2, …]`: the elements in their common type (text when
+    /// all are unknown), folded to a constant when they all are.
+    fn bind_array(&mut self, scope: &Scope, elems: &[ast::Expr]) -> SqlResult<Expr> {
+        let bound = elems
+            .iter()
+            .map(|e| self.bind_expr(scope, e))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let mut ty: Option<DataType> = None;
+        for t in bound.iter().filter_map(BExpr::hint) {
+            ty = Some(match ty {
+                None => t,
+                Some(k) => crate::expr::common_type(k, t).map_err(|_| {
+                    SqlError::new(
+                        "42804",
+                        format!("ARRAY types {k} and {t} cannot be matched"),
+                    )
+                })?,
+            });
+        }
+        let ty = ty.unwrap_or(DataType::Varchar);
+        let mut args = Vec::with_capacity(bound.len());
+        for b in bound {
+            let e = self.resolve(b, ty)?;
+            args.push(build_cast(e, ty, false)?);
+        }
+        if args.iter().all(|a| matches!(a, Expr::Literal { .. })) && !args.is_empty() {
+            let items = args
+                .into_iter()
+                .map(|a| match a {
+                    Expr::Literal { value, .. } => value,
+                    _ => None,
+                })
+                .collect();
+            let aty = ty.array_of();
+            if let DataType::Array(elem) = aty {
+                if !ty.is_array() {
+                    return Ok(Expr::literal(Some(ScalarValue::array(elem, items)), aty));
+                }
+            }
+            return Err(SqlError::unsupported("multidimensional arrays"));
+        }
+        Ok(build_func(Func::ArrayConstruct, args)?)
+    }
+
+    /// `a[i]` and `a[i:j]` on an array.
+    fn bind_subscript(
+        &mut self,
+        scope: &Scope,
+        whole: &ast::Expr,
+        root: BExpr,
+        access_chain: &[ast::AccessExpr],
+    ) -> SqlResult<BExpr> {
+        let root = self.finalize(root)?;
+        let [ast::AccessExpr::Subscript(sub)] = access_chain else {
+            return Err(SqlError::unsupported(format!(
+                "expression \"{whole}\" (multidimensional arrays)"
+            )));
+        };
+        let mut bound = |e: &ast::Expr| -> SqlResult<Expr> {
+            let b = self.bind_expr(scope, e)?;
+            self.resolve(b, DataType::Int32)
+        };
+        let int = |v: i32| Expr::literal(Some(ScalarValue::Int32(v)), DataType::Int32);
+        let e = match sub {
+            ast::Subscript::Index { index } => {
+                build_func(Func::ArraySubscript, vec![root, bound(index)?])?
+            }
+            ast::Subscript::Slice {
+                lower_bound,
+                upper_bound,
+                stride: None,
+            } => {
+                let lo = match lower_bound {
+                    Some(l) => bound(l)?,
+                    None => int(1),
+                };
+                let hi = match upper_bound {
+                    Some(u) => bound(u)?,
+                    None => int(i32::MAX),
+                };
+                build_func(Func::ArraySlice, vec![root, lo, hi])?
+            }
+            ast::Subscript::Slice { .. } => {
+                return Err(SqlError::unsupported("array slices with a stride"))
+            }
+        };
+        Ok(BExpr::Typed(e))
+    }
+
     fn bind_expr_inner(&mut self, scope: &Scope, e: &ast::Expr) -> SqlResult<BExpr> {
         use ast::Expr as E;
         let typed = |e: Expr| Ok(BExpr::Typed(e));
@@ -242,7 +330,14 @@ impl Binder<'_> {
                 [ast::AccessExpr::Dot(E::Identifier(field))] => {
                     self.bind_field_access(scope, e, root, field)
                 }
-                _ => self.bind_constant_subscript(scope, e, root, access_chain),
+                _ => {
+                    let root = self.bind_expr(scope, root)?;
+                    if root.hint().is_some_and(DataType::is_array) {
+                        self.bind_subscript(scope, e, root, access_chain)
+                    } else {
+                        self.bind_constant_subscript(scope, e, root, access_chain)
+                    }
+                }
             },
             E::UnaryOp { op, expr } => match op {
                 UnaryOperator::Minus => {
@@ -459,6 +554,12 @@ impl Binder<'_> {
                     }
                 }
                 let ty = data_type_from_ast(data_type)?;
+                if let (E::Array(a), true) = (expr.as_ref(), ty.is_array()) {
+                    if a.elem.is_empty() {
+                        // `ARRAY[]::int[]`: the cast gives the empty array its type.
+                        return typed(Expr::literal(Some(ScalarValue::array_empty(ty)), ty));
+                    }
+                }
                 let inner = self.bind_expr(scope, expr)?;
                 typed(self.cast(inner, ty)?)
             }
@@ -553,7 +654,27 @@ impl Binder<'_> {
             E::Subquery(q) => self.bind_scalar_subquery(scope, q),
             E::Exists { .. } => Err(SqlError::unsupported("EXISTS subqueries")),
             E::Tuple(_) => Err(SqlError::unsupported("row constructors")),
-            E::Array(_) => Err(SqlError::unsupported("arrays")),
+            E::Array(a) => typed(self.bind_array(scope, &a.elem)?),
+            E::AnyOp {
+                left,
+                compare_op: BinaryOperator::Eq,
+                right,
+                ..
+            } if !matches!(right.as_ref(), E::Subquery(_)) => {
+                let x = self.bind_expr(scope, left)?;
+                let a = self.bind_expr(scope, right)?;
+                let a = match a.hint() {
+                    Some(_) => self.finalize(a)?,
+                    // `x = ANY('{1,2}')`: the literal is an array of x's type.
+                    None => {
+                        let t = x.hint().unwrap_or(DataType::Varchar).array_of();
+                        self.resolve(a, t)?
+                    }
+                };
+                let elem = a.return_type().elem().unwrap_or(DataType::Varchar);
+                let x = self.resolve(x, elem)?;
+                typed(build_func(Func::EqAny, vec![x, a])?)
+            }
             E::Extract { field, expr, .. } => {
                 let unit = Expr::literal(
                     Some(ScalarValue::varchar(field.to_string().to_lowercase())),

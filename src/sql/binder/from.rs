@@ -359,8 +359,17 @@ impl Binder<'_> {
                 let (schema, rel) = relation_name(name)?;
                 let (plan, mut scope) = match args {
                     None => self.bind_named_relation(name)?,
-                    Some(args) if super::series::is_generate_series(schema.as_deref(), &rel) => {
-                        let (plan, mut scope) = self.bind_generate_series(&rel, &args.args)?;
+                    Some(args)
+                        if super::series::is_generate_series(schema.as_deref(), &rel)
+                            || super::unnest::is_unnest(schema.as_deref(), &rel) =>
+                    {
+                        let (plan, mut scope) = if super::unnest::is_unnest(schema.as_deref(), &rel)
+                        {
+                            let exprs = super::unnest::plain_args(&args.args)?;
+                            self.bind_unnest_relation(&rel, &exprs)?
+                        } else {
+                            self.bind_generate_series(&rel, &args.args)?
+                        };
                         // A function of one column: a bare alias names the
                         // column too, as in PostgreSQL.
                         if let Some(a) = alias.as_ref().filter(|a| a.columns.is_empty()) {
@@ -407,6 +416,25 @@ impl Binder<'_> {
                 alias,
             } => {
                 let (plan, mut scope) = self.bind_table_with_joins(table_with_joins)?;
+                if let Some(a) = alias {
+                    apply_alias(&mut scope, a)?;
+                }
+                Ok((plan, scope))
+            }
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_offset_alias: None,
+                with_ordinality: false,
+            } => {
+                let exprs: Vec<&ast::Expr> = array_exprs.iter().collect();
+                let (plan, mut scope) = self.bind_unnest_relation("unnest", &exprs)?;
+                if let Some(a) = alias.as_ref().filter(|a| a.columns.is_empty()) {
+                    if let Some(c) = scope.columns.first_mut() {
+                        c.name = ident_value(&a.name.value, a.name.quote_style);
+                    }
+                }
                 if let Some(a) = alias {
                     apply_alias(&mut scope, a)?;
                 }

@@ -30,13 +30,13 @@ pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
         "bit_or" => AggKind::BitOr,
         "bit_xor" => AggKind::BitXor,
         "string_agg" => AggKind::StringAgg,
+        "array_agg" => AggKind::ArrayAgg,
         _ => return None,
     })
 }
 
 /// Aggregates users may expect that we do not have (0A000 rather than 42883).
 const UNSUPPORTED_AGGREGATES: &[&str] = &[
-    "array_agg",
     "stddev",
     "stddev_pop",
     "stddev_samp",
@@ -74,9 +74,16 @@ impl Binder<'_> {
             Some(t)
         };
         use Func as F;
+        // The first array among the typed arguments, for unknowns next to it.
+        let array = typed.iter().copied().find(|t| t.is_array());
         let mut exprs = Vec::with_capacity(args.len());
         for (pos, a) in args.into_iter().enumerate() {
             let ty = match func {
+                F::Concat | F::ArrayCat if array.is_some() => array.unwrap_or(DataType::Varchar),
+                F::ArrayAppend | F::ArrayPrepend | F::ArrayPosition => {
+                    array.and_then(DataType::elem).unwrap_or(DataType::Varchar)
+                }
+                F::ArrayLength if pos == 1 => DataType::Int32,
                 F::Eq
                 | F::NotEq
                 | F::Lt
@@ -242,7 +249,9 @@ impl Binder<'_> {
             FunctionArguments::List(l) => {
                 match l.clauses.as_slice() {
                     [] => {}
-                    [ast::FunctionArgumentClause::OrderBy(o)] if name == "string_agg" => {
+                    [ast::FunctionArgumentClause::OrderBy(o)]
+                        if name == "string_agg" || name == "array_agg" =>
+                    {
                         order_by = o;
                     }
                     _ => {
@@ -272,6 +281,11 @@ impl Binder<'_> {
             return Err(SqlError::new(
                 "42809",
                 format!("FILTER specified, but {name} is not an aggregate function"),
+            ));
+        }
+        if name == "unnest" {
+            return Err(SqlError::unsupported(
+                "unnest other than as a whole select list item or in FROM",
             ));
         }
         if UNSUPPORTED_AGGREGATES.contains(&name.as_str()) {
@@ -364,18 +378,44 @@ impl Binder<'_> {
         };
         let value = text(v)?;
         let delimiter = text(d)?;
+        let (dirs, keys) = self.bind_agg_order_by(
+            scope,
+            "string_agg",
+            distinct,
+            &[&value, &delimiter],
+            order_by,
+        )?;
+        let mut packed = vec![value, delimiter, dirs];
+        packed.extend(keys);
+        Ok(Expr::Func {
+            func: Func::StringAggInput,
+            args: packed,
+            ty: DataType::Varchar,
+        })
+    }
+
+    /// The `ORDER BY` inside an ordered aggregate's call: a literal of one
+    /// `a`/`d` per key, and the keys.
+    fn bind_agg_order_by(
+        &mut self,
+        scope: &Scope,
+        name: &str,
+        distinct: bool,
+        args: &[&Expr],
+        order_by: &[ast::OrderByExpr],
+    ) -> SqlResult<(Expr, Vec<Expr>)> {
         let mut dirs = String::new();
         let mut keys = Vec::with_capacity(order_by.len());
         for o in order_by {
             let (desc, nulls_first) = super::select::order_options(&o.options)?;
             if nulls_first != desc {
-                return Err(SqlError::unsupported(
-                    "NULLS FIRST/LAST other than the default in string_agg's ORDER BY",
-                ));
+                return Err(SqlError::unsupported(format!(
+                    "NULLS FIRST/LAST other than the default in {name}'s ORDER BY"
+                )));
             }
             let b = self.bind_expr(scope, &o.expr)?;
             let k = self.resolve(b, DataType::Varchar)?;
-            if distinct && k != value && k != delimiter {
+            if distinct && !args.contains(&&k) {
                 return Err(SqlError::new(
                     "42P10",
                     "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
@@ -384,17 +424,46 @@ impl Binder<'_> {
             dirs.push(if desc { 'd' } else { 'a' });
             keys.push(k);
         }
-        let mut packed = vec![
-            value,
-            delimiter,
-            Expr::literal(Some(ScalarValue::varchar(dirs)), DataType::Varchar),
-        ];
+        let dirs = Expr::literal(Some(ScalarValue::varchar(dirs)), DataType::Varchar);
+        Ok((dirs, keys))
+    }
+
+    /// The argument of `array_agg(value [ORDER BY …])` as the one packed
+    /// input its accumulator takes (`Func::ArrayAggInput`), and the
+    /// call's result type.
+    fn bind_array_agg_input(
+        &mut self,
+        scope: &Scope,
+        distinct: bool,
+        args: &[FunctionArg],
+        order_by: &[ast::OrderByExpr],
+    ) -> SqlResult<(Expr, DataType)> {
+        let [FunctionArg::Unnamed(FunctionArgExpr::Expr(v))] = args else {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function array_agg with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        };
+        let value = self.bind_typed(scope, v)?;
+        let ty = value.return_type();
+        if ty.is_array() {
+            return Err(SqlError::unsupported(
+                "array_agg of arrays (multidimensional arrays)",
+            ));
+        }
+        let (dirs, keys) =
+            self.bind_agg_order_by(scope, "array_agg", distinct, &[&value], order_by)?;
+        let mut packed = vec![value, dirs];
         packed.extend(keys);
-        Ok(Expr::Func {
-            func: Func::StringAggInput,
+        let e = Expr::Func {
+            func: Func::ArrayAggInput,
             args: packed,
             ty: DataType::Varchar,
-        })
+        };
+        Ok((e, ty.array_of()))
     }
 
     fn bind_aggregate_call(&mut self, scope: &Scope, call: AggCallAst<'_>) -> SqlResult<BExpr> {
@@ -412,10 +481,24 @@ impl Binder<'_> {
                 agg_error: "aggregate function calls cannot be nested",
             },
         );
-        let string_agg = (kind == AggKind::StringAgg)
-            .then(|| self.bind_string_agg_input(scope, distinct, args, order_by));
+        let string_agg = match kind {
+            AggKind::StringAgg => Some(
+                self.bind_string_agg_input(scope, distinct, args, order_by)
+                    .map(|e| (e, None)),
+            ),
+            AggKind::ArrayAgg => Some(
+                self.bind_array_agg_input(scope, distinct, args, order_by)
+                    .map(|(e, t)| (e, Some(t))),
+            ),
+            _ => None,
+        };
         self.ctx = saved;
-        let string_agg = string_agg.transpose()?;
+        // An ordered aggregate's packed input, and its result type when
+        // the packed input's type does not tell it.
+        let (string_agg, packed_ret) = match string_agg.transpose()? {
+            Some((e, t)) => (Some(e), t),
+            None => (None, None),
+        };
         let arg_ast = match args {
             _ if string_agg.is_some() => None,
             [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if kind == AggKind::Count => {
@@ -467,7 +550,10 @@ impl Binder<'_> {
                 filtered(kind, arg, cond)
             }
         };
-        let ret = agg_return_type(kind, arg.as_ref().map(Expr::return_type))?;
+        let ret = match packed_ret {
+            Some(t) => t,
+            None => agg_return_type(kind, arg.as_ref().map(Expr::return_type))?,
+        };
         let ExprCtx::Agg(state) = &mut self.ctx else {
             return Err(SqlError::new(
                 "XX000",

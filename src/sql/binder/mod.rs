@@ -36,6 +36,7 @@ mod subquery;
 mod tests;
 mod time_window;
 mod types;
+mod unnest;
 mod view;
 
 use std::collections::HashMap;

@@ -116,6 +116,9 @@ impl Binder<'_> {
             (None, Some(AggKind::StringAgg)) => {
                 return Err(SqlError::unsupported("string_agg as a window function"))
             }
+            (None, Some(AggKind::ArrayAgg)) => {
+                return Err(SqlError::unsupported("array_agg as a window function"))
+            }
             (None, Some(a)) => WindowFuncKind::Agg(a),
             (None, None) if UNSUPPORTED.contains(&name) => {
                 return Err(SqlError::unsupported(format!("window function {name}")))

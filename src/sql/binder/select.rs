@@ -100,6 +100,7 @@ pub(super) fn agg_name(kind: AggKind) -> &'static str {
         AggKind::BitOr => "bit_or",
         AggKind::BitXor => "bit_xor",
         AggKind::StringAgg => "string_agg",
+        AggKind::ArrayAgg => "array_agg",
     }
 }
 
@@ -258,6 +259,7 @@ impl Binder<'_> {
             })
             || order_by.iter().any(|o| contains_aggregate(&o.expr));
         plan = self.expand_select_list(&mut scope, plan, &s.projection, has_agg)?;
+        plan = self.expand_unnest(&mut scope, plan, &s.projection, has_agg)?;
         if has_agg {
             self.ctx = ExprCtx::Plain {
                 agg_error: "aggregate functions are not allowed in GROUP BY",
@@ -305,6 +307,18 @@ impl Binder<'_> {
                         names.push(name);
                         unknown.push(false);
                     }
+                }
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
+                    if super::unnest::unnest_arg(e).is_some() =>
+                {
+                    exprs.push(self.unnest_item(&scope)?);
+                    names.push(match item {
+                        SelectItem::ExprWithAlias { alias, .. } => {
+                            ident_value(&alias.value, alias.quote_style)
+                        }
+                        _ => "unnest".to_string(),
+                    });
+                    unknown.push(false);
                 }
                 SelectItem::UnnamedExpr(e) => {
                     let b = self.bind_expr(&scope, e)?;

@@ -35,6 +35,13 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
         T::Date => DataType::Date,
         T::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => DataType::Timestamp,
         T::Interval { .. } => DataType::Interval,
+        // `int[]`, `int[3]`, `integer ARRAY`: sizes are ignored, as in
+        // PostgreSQL; `int[][]` is `int[]` too.
+        T::Array(
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::Qualified(inner, _)
+            | ast::ArrayElemTypeDef::AngleBracket(inner),
+        ) => data_type_from_ast(inner)?.array_of(),
         T::Custom(name, modifiers) if modifiers.is_empty() || name.0.len() == 1 => {
             let n = crate::sql::parser::object_name_to_string(name);
             match n.trim_start_matches("pg_catalog.") {
@@ -71,6 +78,8 @@ pub fn internal_type_name(ty: DataType) -> &'static str {
         DataType::Date => "date",
         DataType::Timestamp => "timestamp",
         DataType::Interval => "interval",
+        // `'{1}'::int[]` is named after its element type, as in PostgreSQL.
+        DataType::Array(e) => internal_type_name(e.data_type()),
     }
 }
 

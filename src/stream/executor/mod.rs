@@ -20,6 +20,7 @@ pub mod semi_join;
 pub mod stream_scan;
 pub mod top_n;
 pub mod union;
+pub mod unnest;
 pub mod watermark_filter;
 
 use async_trait::async_trait;

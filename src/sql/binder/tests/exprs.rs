@@ -173,7 +173,9 @@ fn aggregates_shape_and_errors() {
     err("SELECT sum(count(*)) FROM t", "42803");
     err("SELECT a FROM t GROUP BY count(*)", "42803");
     err("SELECT a FROM t GROUP BY 5", "42P10");
-    err("SELECT array_agg(b) FROM t", "0A000");
+    query("SELECT array_agg(b ORDER BY a DESC) FILTER (WHERE a > 1) FROM t");
+    err("SELECT array_agg(ARRAY[a]) FROM t", "0A000");
+    err("SELECT array_agg(DISTINCT b ORDER BY a) FROM t", "42P10");
     query("SELECT a, string_agg(b, ',' ORDER BY b DESC) FILTER (WHERE a > 1) FROM t GROUP BY a");
     err("SELECT ntile(2) OVER () FROM t", "0A000");
     err("SELECT a FROM t WHERE count(*) OVER () > 1", "42P20");

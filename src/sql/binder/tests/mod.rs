@@ -189,6 +189,7 @@ fn shape(plan: &LogicalPlan) -> String {
             LogicalPlan::Union { inputs } => format!("Union {}", inputs.len()),
             LogicalPlan::TopN { limit, offset, .. } => format!("TopN {limit:?} {offset}"),
             LogicalPlan::ExpandVector { .. } => "ExpandVector".into(),
+            LogicalPlan::Unnest { .. } => "Unnest".into(),
             LogicalPlan::HopWindow { .. } => "HopWindow".into(),
             LogicalPlan::OverWindow { calls, .. } => format!("OverWindow {}", calls.len()),
         };

@@ -168,10 +168,11 @@ fn unsupported_features() {
         "SELECT sum(a) OVER (ORDER BY a GROUPS 1 PRECEDING) FROM t",
         "SELECT a FROM t INTERSECT SELECT a FROM u",
         "SELECT a FROM t EXCEPT SELECT a FROM u",
-        "SELECT * FROM unnest(1)",
+        "SELECT * FROM unnest(ARRAY[1], ARRAY[2])",
+        "SELECT unnest(ARRAY[1]) + 1",
         "SELECT a FROM t FOR UPDATE",
         "CREATE INDEX i ON t (a)",
-        "SELECT ARRAY[1]",
+        "SELECT ARRAY[ARRAY[1]]",
         "SELECT CAST(a AS json) FROM t",
         "SELECT * FROM t, LATERAL (SELECT 1) s",
     ] {
