@@ -476,8 +476,11 @@ pub(super) const NOT_APPLICABLE: &[(&str, &str)] = &[
     ),
 ];
 
-/// The MVs phase 2 creates again under scale operations (those of them
-/// that ebbflow accepts).
+/// The MVs phase 2 creates again under scale operations: every query
+/// with state. The stateless ones (q0, q1, q2, q10, q14: projections and
+/// filters of one stream) are left out to keep phase 2 within its time on
+/// two cores; the scale tests of `tests/scale_differential.rs` cover
+/// stateless fragments.
 pub(super) const SCALED: &[&str] = &[
     "q3",
     "q4",
@@ -486,6 +489,7 @@ pub(super) const SCALED: &[&str] = &[
     "q7",
     "q8",
     "q9",
+    "q15",
     "q16",
     "q17",
     "q18",
@@ -498,5 +502,6 @@ pub(super) const SCALED: &[&str] = &[
     "q103",
     "q104",
     "q104_anti_join",
+    "q105",
     "q106",
 ];
