@@ -95,6 +95,38 @@ fn item_srf_arg(e: &ast::Expr) -> Option<&ast::Expr> {
     }
 }
 
+/// The one argument the select list's calls of a set-returning function
+/// (found by `arg_of` in each item) expand by; `None` without a call.
+/// Calls over different arguments, or with aggregation, are refused.
+pub(super) fn single_srf_arg<'a>(
+    projection: &'a [ast::SelectItem],
+    has_agg: bool,
+    arg_of: fn(&ast::Expr) -> Option<&ast::Expr>,
+) -> SqlResult<Option<&'a ast::Expr>> {
+    let mut arg: Option<&ast::Expr> = None;
+    for item in projection {
+        let e = match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => continue,
+        };
+        let Some(a) = arg_of(e) else { continue };
+        match arg {
+            Some(prev) if prev != a => {
+                return Err(SqlError::unsupported(
+                    "set-returning functions with different arguments in one select list",
+                ))
+            }
+            _ => arg = Some(a),
+        }
+    }
+    if arg.is_some() && has_agg {
+        return Err(SqlError::unsupported(
+            "set-returning functions together with aggregates",
+        ));
+    }
+    Ok(arg)
+}
+
 impl Binder<'_> {
     /// When the select list calls `_pg_expandarray`, expand `plan` by its
     /// (single) argument and give `scope` the two columns that adds.
@@ -105,29 +137,9 @@ impl Binder<'_> {
         projection: &[ast::SelectItem],
         has_agg: bool,
     ) -> SqlResult<LogicalPlan> {
-        let mut arg: Option<&ast::Expr> = None;
-        for item in projection {
-            let e = match item {
-                ast::SelectItem::UnnamedExpr(e)
-                | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
-                _ => continue,
-            };
-            let Some(a) = item_srf_arg(e) else { continue };
-            match arg {
-                Some(prev) if prev != a => {
-                    return Err(SqlError::unsupported(
-                        "set-returning functions with different arguments in one select list",
-                    ))
-                }
-                _ => arg = Some(a),
-            }
-        }
-        let Some(arg) = arg else { return Ok(plan) };
-        if has_agg {
-            return Err(SqlError::unsupported(
-                "set-returning functions together with aggregates",
-            ));
-        }
+        let Some(arg) = single_srf_arg(projection, has_agg, item_srf_arg)? else {
+            return Ok(plan);
+        };
         let vector = self.bind_expr(scope, arg)?;
         let vector = self.resolve(vector, crate::common::DataType::Varchar)?;
         if vector.return_type() != crate::common::DataType::Varchar {

@@ -16,6 +16,7 @@
 //! `varchar` when nothing says otherwise. The context-inferred types of
 //! parameters are what [`describe`] reports to the extended protocol.
 
+mod array_expr;
 mod composite;
 mod copy;
 mod ddl;

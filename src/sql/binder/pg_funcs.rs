@@ -368,7 +368,7 @@ impl Binder<'_> {
                 let array = constant(self.resolve(array, DataType::Varchar)?)?;
                 let dim = constant(self.resolve(dim, DataType::Int32)?)?;
                 let elements = match &array {
-                    Some(ScalarValue::Varchar(s)) => super::expr::const_array_elements(s)
+                    Some(ScalarValue::Varchar(s)) => super::array_expr::const_array_elements(s)
                         .ok_or_else(|| {
                             SqlError::new("22P02", format!("malformed array literal: \"{s}\""))
                         })?,

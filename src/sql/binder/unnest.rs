@@ -122,29 +122,9 @@ impl Binder<'_> {
         projection: &[ast::SelectItem],
         has_agg: bool,
     ) -> SqlResult<LogicalPlan> {
-        let mut arg: Option<&ast::Expr> = None;
-        for item in projection {
-            let e = match item {
-                ast::SelectItem::UnnamedExpr(e)
-                | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
-                _ => continue,
-            };
-            let Some(a) = unnest_arg(e) else { continue };
-            match arg {
-                Some(prev) if prev != a => {
-                    return Err(SqlError::unsupported(
-                        "unnest calls with different arguments in one select list",
-                    ))
-                }
-                _ => arg = Some(a),
-            }
-        }
-        let Some(arg) = arg else { return Ok(plan) };
-        if has_agg {
-            return Err(SqlError::unsupported(
-                "set-returning functions together with aggregates",
-            ));
-        }
+        let Some(arg) = super::composite::single_srf_arg(projection, has_agg, unnest_arg)? else {
+            return Ok(plan);
+        };
         let b = self.bind_expr(scope, arg)?;
         let array = self.finalize(b)?;
         let elem = array
