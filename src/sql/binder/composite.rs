@@ -98,11 +98,11 @@ fn item_srf_arg(e: &ast::Expr) -> Option<&ast::Expr> {
 /// The one argument the select list's calls of a set-returning function
 /// (found by `arg_of` in each item) expand by; `None` without a call.
 /// Calls over different arguments, or with aggregation, are refused.
-pub(super) fn single_srf_arg<'a>(
-    projection: &'a [ast::SelectItem],
+pub(super) fn single_srf_arg(
+    projection: &[ast::SelectItem],
     has_agg: bool,
     arg_of: fn(&ast::Expr) -> Option<&ast::Expr>,
-) -> SqlResult<Option<&'a ast::Expr>> {
+) -> SqlResult<Option<&ast::Expr>> {
     let mut arg: Option<&ast::Expr> = None;
     for item in projection {
         let e = match item {
