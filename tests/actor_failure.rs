@@ -31,8 +31,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use common::driver::{runtime, say, skip_without_postgres};
+use common::mirror::Mirror;
 use common::rows::{cell, run_raw_within, Row};
-use common::workload::{Gen, Mirror};
+use common::workload::Gen;
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions};
 
 const SEED: u64 = 7;

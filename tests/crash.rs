@@ -48,9 +48,10 @@ use rand::{Rng, SeedableRng};
 use tokio_postgres::Client;
 
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say};
+use common::mirror::Mirror;
 use common::rows::{cell, first_cell, multiset, run, run_raw_within, Row};
 use common::stores::Stores;
-use common::workload::{Gen, Mirror};
+use common::workload::Gen;
 use common::{describe_pg_error, EbbflowServer, Postgres, ServerOptions, TempDir};
 
 const DEFAULT_SEEDS: &[u64] = &[101, 202, 303, 404];

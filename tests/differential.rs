@@ -28,7 +28,7 @@ use tokio_postgres::Client;
 
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
 use common::rows::{canonical, minus, multiset, mv_mismatch, run, run_within, Row};
-use common::workload::{pg_def, Gen, MVS, TABLES};
+use common::workload::{pg_def, pg_sql, Gen, MVS, TABLES};
 use common::{EbbflowServer, Postgres, ServerOptions};
 
 const DEFAULT_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
@@ -77,7 +77,7 @@ impl SeedRun {
     /// Runs a DML statement in both; both must succeed.
     async fn both(&mut self, pg: &Client, eb: &Eb, sql: &str) -> Result<(), String> {
         self.log.push(sql.to_string());
-        let p = run(pg, sql).await;
+        let p = run(pg, &pg_sql(sql)).await;
         let e = eb.run(sql).await;
         match (p, e) {
             (Ok(_), Ok(_)) => Ok(()),

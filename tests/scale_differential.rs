@@ -50,7 +50,7 @@ use tokio_postgres::Client;
 use common::driver::{env_or, env_secs, env_seeds, run_seeds, save_log, say, tail};
 use common::rows::{cell, mv_mismatch, run, run_within, Row};
 use common::stores::Stores;
-use common::workload::{pg_def, Gen, MVS, TABLES};
+use common::workload::{pg_def, pg_sql, Gen, MVS, TABLES};
 use common::{EbbflowServer, Postgres, ServerOptions};
 use ops::{fragments, int, layout, list, squeeze_item, units, Op, Scaler};
 
@@ -175,7 +175,7 @@ async fn dml_task(
         }
         for sql in gen.round() {
             log.push(format!("/* dml */ {sql}"));
-            let p = run(&pg, &sql).await;
+            let p = run(&pg, &pg_sql(&sql)).await;
             let e = eb_run(&eb, &sql).await;
             match (p, e) {
                 (Ok(_), Ok(_)) => n += 1,
@@ -245,7 +245,7 @@ async fn seed_body(
         let (pgc, ebc, log) = (&pg_dml, &eb_dml, log.clone());
         async move {
             log.push(sql.clone());
-            run(pgc, &sql)
+            run(pgc, &pg_sql(&sql))
                 .await
                 .map_err(|e| format!("PostgreSQL `{sql}`: {e}"))?;
             eb_run(ebc, &sql)

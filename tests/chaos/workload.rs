@@ -11,10 +11,11 @@ use rand::Rng;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::common::describe_pg_error;
+use super::common::mirror::Mirror;
 use super::common::rows::{
     cell, diff_report, first_cell, multiset, mv_mismatch, run, run_raw_within, Row,
 };
-use super::common::workload::{Gen, Mirror, MVS, TABLES};
+use super::common::workload::{Gen, MVS, TABLES};
 use super::{
     eb_run, SeedState, DATAGEN_MV, DATAGEN_ROWS, DATAGEN_TABLE, FIXED_MVS, RECOVERY_WAIT,
     STMT_TIMEOUT, T2_MAX_ROWS,

@@ -3,8 +3,8 @@
 //! `seaweed` is a throwaway S3 server; `stores` gives each ebbflow server
 //! of a test its state and meta store (S3 + PostgreSQL when available).
 //! `rows` runs statements and compares query results; `workload` is the
-//! random SQL workload (tables, MVs, DML generator) and its PostgreSQL
-//! mirror; `driver` is how a seeded test runs (knobs, runtime, per-seed
+//! random SQL workload (tables, MVs, DML generator); `mirror` its
+//! acknowledged state in PostgreSQL for tests that crash ebbflow; `driver` is how a seeded test runs (knobs, runtime, per-seed
 //! loop, progress lines, statement logs).
 //!
 //! Every process started here is stopped when its guard is dropped, also
@@ -14,6 +14,7 @@
 
 pub mod cluster;
 pub mod driver;
+pub mod mirror;
 pub mod rows;
 pub mod seaweed;
 pub mod stores;

@@ -1,23 +1,64 @@
-//! The random workload of the differential and crash tests: three tables
-//! (two with a primary key, one without), a fixed set of MVs over them,
-//! a generator of random DML, and [`Mirror`], the acknowledged state of a
-//! workload kept in PostgreSQL for tests that crash ebbflow.
+//! The random workload of the differential, scale, chaos, crash and
+//! cluster tests: five tables (two with a primary key, one without, an
+//! append-only one with a watermark, one with `ON CONFLICT DO UPDATE IF NOT
+//! NULL`), a fixed set of MVs over them, a generator of random DML, and
+//! [`pg_sql`], PostgreSQL's text of a statement where ebbflow's differs.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rust_decimal::Decimal;
 use tokio_postgres::Client;
 
-use super::rows::{diff_report, minus, multiset, run, Multiset};
+use super::rows::run;
 
 pub const TABLES: &[&str] = &[
     "CREATE TABLE t1 (id int PRIMARY KEY, k int, v bigint, s varchar, n numeric, b boolean)",
     "CREATE TABLE t2 (k int, w int, name varchar)",
     "CREATE TABLE t3 (id int PRIMARY KEY, k int, x int)",
+    T4,
+    T5,
 ];
+
+/// Append-only with a watermark: only inserted, with `ts` never falling
+/// from one row to the next (the generator sends one statement at a time),
+/// so no row is ever below the watermark (ebbflow drops late rows;
+/// PostgreSQL has nothing to compare that with), while its 10 s windows
+/// close, and their state goes, every few inserts.
+const T4: &str = "CREATE TABLE t4 (id int, ts timestamp, v int, \
+                  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) APPEND ONLY";
+
+/// The most `t4.ts` rises from one row to the next.
+const T4_MAX_STEP_SECS: i64 = 3;
+
+/// An insert on an existing key keeps the old value of each column the
+/// new row has NULL in; PostgreSQL does it with `INSERT … ON CONFLICT`.
+const T5: &str =
+    "CREATE TABLE t5 (id int PRIMARY KEY, v int, w varchar) ON CONFLICT DO UPDATE IF NOT NULL";
+
+/// PostgreSQL's text of the tables ebbflow declares with what PostgreSQL
+/// has not.
+const PG_TABLES: &[(&str, &str)] = &[
+    (T4, "CREATE TABLE t4 (id int, ts timestamp, v int)"),
+    (T5, "CREATE TABLE t5 (id int PRIMARY KEY, v int, w varchar)"),
+];
+
+/// What makes PostgreSQL's insert into `t5` do what ebbflow's does.
+const T5_PG_UPSERT: &str = "ON CONFLICT (id) DO UPDATE SET v = COALESCE(excluded.v, t5.v), \
+                            w = COALESCE(excluded.w, t5.w)";
+
+/// PostgreSQL's text of a workload statement (table DDL or DML) that
+/// ebbflow runs as `sql`.
+pub fn pg_sql(sql: &str) -> String {
+    if let Some((_, pg)) = PG_TABLES.iter().find(|(eb, _)| *eb == sql) {
+        return pg.to_string();
+    }
+    if sql.starts_with("INSERT INTO t5 ") {
+        return format!("{sql} {T5_PG_UPSERT}");
+    }
+    sql.to_string()
+}
 
 /// The MVs under test, in creation order (later ones may read earlier ones).
 pub const MVS: &[(&str, &str)] = &[
@@ -193,6 +234,27 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT id, k, x FROM t3 WHERE x <= (SELECT avg(w) FROM t2 WHERE w > 10) AND id % 2 = 0",
     ),
     (
+        "mv_wm_tumble",
+        "SELECT window_start, window_end, count(*) AS c, sum(v) AS sv, max(v) AS mx, \
+         count(DISTINCT id % 5) AS dk FROM TUMBLE(t4, ts, INTERVAL '10' SECOND) \
+         GROUP BY window_start, window_end",
+    ),
+    (
+        "mv_wm_join",
+        "SELECT a.window_start, a.c, b.mx FROM \
+         (SELECT window_start, count(*) AS c FROM TUMBLE(t4, ts, INTERVAL '10' SECOND) GROUP BY window_start) a \
+         JOIN (SELECT window_start, max(v) AS mx FROM TUMBLE(t4, ts, INTERVAL '10' SECOND) WHERE v > 0 GROUP BY window_start) b \
+         ON a.window_start = b.window_start",
+    ),
+    (
+        "mv_conflict_agg",
+        "SELECT v % 4 AS g, count(*) AS n, sum(v) AS s, count(w) AS cw, max(w) AS mw FROM t5 GROUP BY v % 4",
+    ),
+    (
+        "mv_conflict_join",
+        "SELECT t5.id, t5.w, t1.s FROM t5 JOIN t1 ON t5.id = t1.id WHERE t5.v IS NOT NULL",
+    ),
+    (
         "mv_having_subquery",
         "SELECT k, count(*) AS n, sum(v) AS s FROM t1 GROUP BY k \
          HAVING count(*) >= (SELECT count(*) / (count(DISTINCT k) + 1) FROM t1)",
@@ -206,6 +268,17 @@ const PG_DEFS: &[(&str, &str)] = &[
     (
         "mv_hop",
         "SELECT window_start, window_start + INTERVAL '6 seconds' AS window_end, count(*) AS c, sum(v) AS sv, max(s) AS ms FROM (SELECT t1.*, date_bin(INTERVAL '2 seconds', TIMESTAMP '2023-01-01 00:00:00' + v * INTERVAL '1 second', TIMESTAMP '1900-01-01') - g * INTERVAL '2 seconds' AS window_start FROM t1 CROSS JOIN generate_series(0, 2) g WHERE v IS NOT NULL) h GROUP BY window_start",
+    ),
+    (
+        "mv_wm_tumble",
+        "SELECT window_start, window_start + INTERVAL '10 seconds' AS window_end, count(*) AS c, sum(v) AS sv, max(v) AS mx, count(DISTINCT id % 5) AS dk FROM (SELECT t4.*, date_bin(INTERVAL '10 seconds', ts, TIMESTAMP '1900-01-01') AS window_start FROM t4) w GROUP BY window_start",
+    ),
+    (
+        "mv_wm_join",
+        "SELECT a.window_start, a.c, b.mx FROM \
+         (SELECT date_bin(INTERVAL '10 seconds', ts, TIMESTAMP '1900-01-01') AS window_start, count(*) AS c FROM t4 GROUP BY 1) a \
+         JOIN (SELECT date_bin(INTERVAL '10 seconds', ts, TIMESTAMP '1900-01-01') AS window_start, max(v) AS mx FROM t4 WHERE v > 0 GROUP BY 1) b \
+         ON a.window_start = b.window_start",
     ),
     (
         "mv_tumble_join",
@@ -222,13 +295,15 @@ pub fn pg_def(name: &str, def: &'static str) -> &'static str {
         .map_or(def, |(_, d)| d)
 }
 
-/// Random data and statements, tracking the live keys of the keyed tables
-/// so inserts never hit an existing key (ebbflow overwrites, PostgreSQL
-/// would refuse).
+/// Random data and statements, tracking the live keys of t1 and t3 so
+/// inserts never hit an existing key there (ebbflow overwrites, PostgreSQL
+/// would refuse); inserts into t5 hit existing keys on purpose.
 pub struct Gen {
     pub rng: StdRng,
     pub t1_ids: BTreeSet<i32>,
     pub t3_ids: BTreeSet<i32>,
+    /// Seconds after 2024-01-01 of the last `t4.ts` generated: it only rises.
+    t4_clock: i64,
 }
 
 pub const WORDS: &[&str] = &[
@@ -241,6 +316,7 @@ impl Gen {
             rng: StdRng::seed_from_u64(seed),
             t1_ids: BTreeSet::new(),
             t3_ids: BTreeSet::new(),
+            t4_clock: 0,
         }
     }
 
@@ -259,6 +335,8 @@ impl Gen {
         out.extend(self.insert_t1(40));
         out.push(self.insert_t2(30));
         out.extend(self.insert_t3(30));
+        out.push(self.insert_t4(12));
+        out.push(self.insert_t5(12));
         out
     }
 
@@ -367,6 +445,40 @@ impl Gen {
         (!rows.is_empty()).then(|| format!("INSERT INTO t3 VALUES {}", rows.join(", ")))
     }
 
+    /// Rows of t4, their `ts` rising from one to the next and from the
+    /// last statement's.
+    pub fn insert_t4(&mut self, n: usize) -> String {
+        let base = chrono::NaiveDate::from_ymd_opt(2024, 1, 1)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("a valid date");
+        let rows: Vec<String> = (0..n)
+            .map(|_| {
+                self.t4_clock += self.rng.gen_range(0..=T4_MAX_STEP_SECS);
+                let ts = base + chrono::Duration::seconds(self.t4_clock);
+                let (id, v) = (self.rng.gen_range(0..100), self.int_or_null(-100, 100, 0.1));
+                format!(
+                    "({id}, TIMESTAMP '{}', {v})",
+                    ts.format("%Y-%m-%d %H:%M:%S")
+                )
+            })
+            .collect();
+        format!("INSERT INTO t4 VALUES {}", rows.join(", "))
+    }
+
+    /// Rows of t5 with distinct keys, some of them already there
+    /// (PostgreSQL refuses one statement touching a key twice).
+    pub fn insert_t5(&mut self, n: usize) -> String {
+        let mut ids = BTreeSet::new();
+        let rows: Vec<String> = (0..n)
+            .filter_map(|_| {
+                let id = self.rng.gen_range(0..60);
+                let (v, w) = (self.int_or_null(-100, 100, 0.3), self.word());
+                ids.insert(id).then(|| format!("({id}, {v}, {w})"))
+            })
+            .collect();
+        format!("INSERT INTO t5 VALUES {}", rows.join(", "))
+    }
+
     /// A predicate selecting a small random subset of a table's rows.
     pub fn pred(&mut self, table: &str) -> String {
         match (table, self.rng.gen_range(0..4)) {
@@ -377,12 +489,25 @@ impl Gen {
             ("t1", 0) => format!("k = {}", self.rng.gen_range(0..6)),
             ("t1", 1) => format!("v > {}", self.rng.gen_range(600..1000)),
             ("t1", 2) => format!("s = '{}' AND b", WORDS[self.rng.gen_range(0..WORDS.len())]),
+            ("t5", 0) => format!("v > {}", self.rng.gen_range(60..100)),
+            ("t5", 1) => "v IS NULL OR w IS NULL".into(),
             (_, _) => format!("id % 9 = {}", self.rng.gen_range(0..9)),
         }
     }
 
     pub fn update(&mut self) -> String {
-        match self.rng.gen_range(0..6) {
+        match self.rng.gen_range(0..8) {
+            6 => {
+                let p = self.pred("t5");
+                format!(
+                    "UPDATE t5 SET v = v - {} WHERE {p}",
+                    self.rng.gen_range(1..20)
+                )
+            }
+            7 => {
+                let (w, p) = (self.word(), self.pred("t5"));
+                format!("UPDATE t5 SET w = {w} WHERE {p}")
+            }
             0 => {
                 let p = self.pred("t1");
                 format!(
@@ -418,7 +543,7 @@ impl Gen {
     }
 
     pub fn delete(&mut self) -> String {
-        let table = ["t1", "t2", "t3"][self.rng.gen_range(0..3)];
+        let table = ["t1", "t2", "t3", "t5"][self.rng.gen_range(0..4)];
         let p = self.pred(table);
         format!("DELETE FROM {table} WHERE {p}")
     }
@@ -443,7 +568,15 @@ impl Gen {
 
     /// One random DML statement, `None` if t1 or t3 has no free key.
     fn maybe_statement(&mut self) -> Option<String> {
-        match self.rng.gen_range(0..10) {
+        match self.rng.gen_range(0..12) {
+            10 => {
+                let n = self.rng.gen_range(1..15);
+                Some(self.insert_t4(n))
+            }
+            11 => {
+                let n = self.rng.gen_range(1..8);
+                Some(self.insert_t5(n))
+            }
             0..=1 => {
                 let n = self.rng.gen_range(1..15);
                 self.insert_t1(n)
@@ -480,323 +613,4 @@ pub fn target_table(sql: &str) -> Option<&str> {
         "UPDATE" => words.next(),
         _ => None,
     }
-}
-
-/// The acknowledged state of a workload against an ebbflow that may lose
-/// what it had not acknowledged (a `kill -9`, an actor failure).
-///
-/// PostgreSQL holds the tables as of the last acknowledgement, with views
-/// of the same definitions as the MVs. DML sent to ebbflow since then is
-/// *uncertain*: each statement may or may not be in ebbflow's committed
-/// state. [`Mirror::reconcile`] finds, per table, which uncertain
-/// statements (kept in order, any subset) explain what ebbflow recovered;
-/// acknowledged rows lost or rows applied twice match no subset.
-pub struct Mirror {
-    pg: Client,
-    /// DML sent to ebbflow since the last acknowledgement, in order.
-    uncertain: Vec<String>,
-    /// Everything sent to ebbflow and every event, for failure reports.
-    pub log: Vec<String>,
-}
-
-/// Per table, at most this many uncertain statements are reconciled
-/// (2^n candidate states); the workload must acknowledge more often.
-pub const MAX_UNCERTAIN_PER_TABLE: usize = 10;
-
-impl Mirror {
-    pub fn new(pg: Client) -> Mirror {
-        Mirror {
-            pg,
-            uncertain: Vec::new(),
-            log: Vec::new(),
-        }
-    }
-
-    pub fn pg(&self) -> &Client {
-        &self.pg
-    }
-
-    /// Creates [`TABLES`] in both, fills them with a few acknowledged
-    /// rows, then creates [`MVS`] (views in PostgreSQL), so that MV
-    /// creation backfills.
-    pub async fn create_schema(&mut self, eb: &Client, gen: &mut Gen) -> Result<(), String> {
-        for ddl in TABLES {
-            self.both_ddl(eb, ddl, ddl).await?;
-        }
-        for s in &gen.initial_rows() {
-            self.sent(s);
-            run(eb, s)
-                .await
-                .map_err(|e| format!("ebbflow `{s}`: {e}"))?;
-        }
-        self.note("FLUSH");
-        run(eb, "FLUSH")
-            .await
-            .map_err(|e| format!("ebbflow FLUSH: {e}"))?;
-        self.acknowledge().await?;
-        for (name, def) in MVS {
-            let pg_sql = format!("CREATE VIEW {name} AS {}", pg_def(name, def));
-            let eb_sql = format!("CREATE MATERIALIZED VIEW {name} AS {def}");
-            self.both_ddl(eb, &pg_sql, &eb_sql).await?;
-        }
-        Ok(())
-    }
-
-    async fn both_ddl(&mut self, eb: &Client, pg_sql: &str, eb_sql: &str) -> Result<(), String> {
-        self.log.push(eb_sql.to_string());
-        run(&self.pg, pg_sql)
-            .await
-            .map_err(|e| format!("PostgreSQL `{pg_sql}`: {e}"))?;
-        run(eb, eb_sql)
-            .await
-            .map_err(|e| format!("ebbflow `{eb_sql}`: {e}"))?;
-        Ok(())
-    }
-
-    /// Records a DML statement about to be sent to ebbflow: uncertain
-    /// until acknowledged.
-    pub fn sent(&mut self, sql: &str) {
-        self.log.push(sql.to_string());
-        self.uncertain.push(sql.to_string());
-    }
-
-    /// Records an event (FLUSH, a kill, a fault) in the log.
-    pub fn note(&mut self, what: &str) {
-        self.log.push(what.to_string());
-    }
-
-    pub fn uncertain(&self) -> &[String] {
-        &self.uncertain
-    }
-
-    /// Per table, the number of uncertain statements.
-    pub fn uncertain_max_per_table(&self) -> usize {
-        TABLES
-            .iter()
-            .map(|t| table_name(t))
-            .map(|t| {
-                self.uncertain
-                    .iter()
-                    .filter(|s| target_table(s) == Some(t))
-                    .count()
-            })
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Everything sent so far is committed in ebbflow (a FLUSH returned,
-    /// or a statement under `rw_implicit_flush`): apply it to PostgreSQL.
-    pub async fn acknowledge(&mut self) -> Result<(), String> {
-        if self.uncertain.is_empty() {
-            return Ok(());
-        }
-        let stmts: Vec<&str> = self.uncertain.iter().map(String::as_str).collect();
-        self.apply(&stmts).await?;
-        self.uncertain.clear();
-        Ok(())
-    }
-
-    /// Applies statements to PostgreSQL in one transaction.
-    async fn apply(&self, stmts: &[&str]) -> Result<(), String> {
-        if stmts.is_empty() {
-            return Ok(());
-        }
-        let sql = format!("BEGIN; {}; COMMIT", stmts.join("; "));
-        if let Err(e) = run(&self.pg, &sql).await {
-            let _ = run(&self.pg, "ROLLBACK").await;
-            return Err(format!(
-                "PostgreSQL refused acknowledged statements (the generator is wrong): {e}\n{}",
-                stmts.join(";\n")
-            ));
-        }
-        Ok(())
-    }
-
-    /// The contents of `table` in PostgreSQL after applying `stmts` to
-    /// the acknowledged state (then rolled back); `None` if PostgreSQL
-    /// refuses them.
-    async fn candidate(&self, table: &str, stmts: &[&str]) -> Result<Option<Multiset>, String> {
-        let mut sql = String::from("BEGIN; ");
-        for s in stmts {
-            let _ = write!(sql, "{s}; ");
-        }
-        let _ = write!(sql, "SELECT * FROM {table}; ROLLBACK");
-        match run(&self.pg, &sql).await {
-            Ok(rows) => Ok(Some(multiset(&rows))),
-            Err(_) => {
-                run(&self.pg, "ROLLBACK").await?;
-                Ok(None)
-            }
-        }
-    }
-
-    /// After ebbflow lost what it had not committed: for each table, find
-    /// the subset of uncertain statements (in order) that yields exactly
-    /// the rows ebbflow has, and make it the acknowledged state. Fails if
-    /// no subset does: an acknowledged row is missing, a row appears
-    /// twice, or a statement was applied in part. Returns a one-line
-    /// summary of what was kept (per table, 1 for a statement kept, in
-    /// order).
-    pub async fn reconcile(&mut self, eb: &Client) -> Result<String, String> {
-        let mut kept_all: Vec<usize> = Vec::new();
-        let mut summary = Vec::new();
-        for t in TABLES.iter().map(|t| table_name(t)) {
-            let recovered = multiset(
-                &run(eb, &format!("SELECT * FROM {t}"))
-                    .await
-                    .map_err(|e| format!("ebbflow SELECT * FROM {t}: {e}"))?,
-            );
-            let idx: Vec<usize> = (0..self.uncertain.len())
-                .filter(|&i| target_table(&self.uncertain[i]) == Some(t))
-                .collect();
-            let n = idx.len();
-            if n > MAX_UNCERTAIN_PER_TABLE {
-                return Err(format!(
-                    "{n} uncertain statements on {t}: too many to reconcile (the workload \
-                     must acknowledge more often)"
-                ));
-            }
-            // Prefixes first: the likely outcome, found in n + 1 tries.
-            let prefixes = (0..=n).map(|k| (1u32 << k) - 1);
-            let others = (0..1u32 << n).filter(|m| (m + 1) & m != 0);
-            let mut found = None;
-            for mask in prefixes.chain(others) {
-                let stmts: Vec<&str> = (0..n)
-                    .filter(|b| mask & (1 << b) != 0)
-                    .map(|b| self.uncertain[idx[b]].as_str())
-                    .collect();
-                if self.candidate(t, &stmts).await? == Some(recovered.clone()) {
-                    found = Some(mask);
-                    break;
-                }
-            }
-            let Some(mask) = found else {
-                let base = self.candidate(t, &[]).await?.unwrap_or_default();
-                let all: Vec<&str> = idx.iter().map(|&i| self.uncertain[i].as_str()).collect();
-                let mut what = format!(
-                    "table {t} as recovered ({} rows) is not the acknowledged state plus any \
-                     subset of the {n} uncertain statements on it\n\
-                     compared with the acknowledged state alone:\n{}",
-                    recovered.values().sum::<i64>(),
-                    diff_report(&base, &recovered, 15)
-                );
-                if let Some(full) = self.candidate(t, &all).await? {
-                    let _ = write!(
-                        what,
-                        "compared with every uncertain statement applied:\n{}",
-                        diff_report(&full, &recovered, 15)
-                    );
-                }
-                let _ = writeln!(
-                    what,
-                    "uncertain statements on {t} (with how much of each is in the recovered \
-                     table; a statement partly there was applied in part):"
-                );
-                for s in &all {
-                    let _ = writeln!(
-                        what,
-                        "    {s};\n      -> {}",
-                        self.presence(t, s, &base, &recovered).await?
-                    );
-                }
-                return Err(what);
-            };
-            let bits: String = (0..n)
-                .map(|b| if mask & (1 << b) != 0 { '1' } else { '0' })
-                .collect();
-            summary.push(format!("{t} [{bits}]"));
-            kept_all.extend((0..n).filter(|b| mask & (1 << b) != 0).map(|b| idx[b]));
-        }
-        kept_all.sort_unstable();
-        let kept: Vec<&str> = kept_all
-            .iter()
-            .map(|&i| self.uncertain[i].as_str())
-            .collect();
-        self.apply(&kept).await?;
-        self.uncertain.clear();
-        Ok(summary.join(", "))
-    }
-
-    /// How much of one statement's effect on the acknowledged state
-    /// `base` is in `recovered`: of the rows it adds, how many are there;
-    /// of the rows it removes, how many are gone.
-    async fn presence(
-        &self,
-        table: &str,
-        stmt: &str,
-        base: &Multiset,
-        recovered: &Multiset,
-    ) -> Result<String, String> {
-        let Some(after) = self.candidate(table, &[stmt]).await? else {
-            return Ok("PostgreSQL refuses it on the acknowledged state".into());
-        };
-        let added = minus(&after, base);
-        let removed = minus(base, &after);
-        let text = |m: &Multiset| {
-            let mut keys = std::collections::BTreeSet::new();
-            for (row, n) in m {
-                if *n > 0 {
-                    keys.insert(row.join(" | "));
-                }
-            }
-            keys
-        };
-        let rec = text(recovered);
-        let added_there = added.iter().filter(|r| rec.contains(*r)).count();
-        let removed_gone = removed.iter().filter(|r| !rec.contains(*r)).count();
-        Ok(format!(
-            "adds {} rows, {added_there} of them recovered; removes {} rows, {removed_gone} of \
-             them gone",
-            added.len(),
-            removed.len()
-        ))
-    }
-
-    /// Every MV in ebbflow equals its definition re-run as a batch SELECT
-    /// in ebbflow and PostgreSQL's view over the acknowledged state.
-    pub async fn check_mvs(&self, eb: &Client) -> Result<(), String> {
-        for (name, def) in MVS {
-            let sql = format!("SELECT * FROM {name}");
-            let mv = multiset(
-                &run(eb, &sql)
-                    .await
-                    .map_err(|e| format!("ebbflow `{sql}`: {e}"))?,
-            );
-            let batch = multiset(
-                &run(eb, def)
-                    .await
-                    .map_err(|e| format!("ebbflow batch `{def}`: {e}"))?,
-            );
-            if mv != batch {
-                return Err(format!(
-                    "MV {name} differs from its query re-run as a batch SELECT\n  \
-                     definition: {def}\n(batch = expected, MV = actual)\n{}",
-                    diff_report(&batch, &mv, 15)
-                ));
-            }
-            let pg = multiset(
-                &run(&self.pg, &sql)
-                    .await
-                    .map_err(|e| format!("PostgreSQL `{sql}`: {e}"))?,
-            );
-            if mv != pg {
-                return Err(format!(
-                    "MV {name} differs from PostgreSQL's view over the same data\n  \
-                     definition: {def}\n(PostgreSQL = expected, ebbflow = actual)\n{}",
-                    diff_report(&pg, &mv, 15)
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The last `n` log entries, newest last.
-    pub fn log_tail(&self, n: usize) -> String {
-        super::driver::tail(&self.log, n)
-    }
-}
-
-/// The name in a `CREATE TABLE name (...)`.
-fn table_name(ddl: &str) -> &str {
-    ddl.split_whitespace().nth(2).unwrap_or_default()
 }
