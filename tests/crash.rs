@@ -212,7 +212,15 @@ impl SeedRun {
             );
         }
         loop {
-            let stmt = match self.rng.gen_range(0..12) {
+            let stmt = match self.rng.gen_range(0..14) {
+                12 => {
+                    let n = self.rng.gen_range(1..15);
+                    Some(self.gen.insert_t4(n))
+                }
+                13 => {
+                    let n = self.rng.gen_range(1..8);
+                    Some(self.gen.insert_t5(n))
+                }
                 0..=1 => {
                     let n = self.rng.gen_range(1..15);
                     self.gen.insert_t1(n)
