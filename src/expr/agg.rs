@@ -70,6 +70,19 @@ pub trait Accumulator: Send + Sync + std::fmt::Debug {
     fn box_clone(&self) -> Box<dyn Accumulator>;
 }
 
+/// A fresh accumulator for `call` over a stream that only inserts
+/// (`append_only`): `min`/`max` (`DISTINCT` or not) keep the one extreme
+/// value; other calls are as [`create_accumulator`] makes them.
+pub fn create_accumulator_for(call: &AggCall, append_only: bool) -> Box<dyn Accumulator> {
+    match call.kind {
+        AggKind::Min | AggKind::Max if append_only => Box::new(Extreme {
+            max: call.kind == AggKind::Max,
+            value: None,
+        }),
+        _ => create_accumulator(call),
+    }
+}
+
 /// A fresh accumulator (the state of an empty group) for the call.
 pub fn create_accumulator(call: &AggCall) -> Box<dyn Accumulator> {
     let arg_type = call.arg_type.unwrap_or(call.return_type);
@@ -608,6 +621,53 @@ impl Accumulator for MinMax {
     }
     fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
         load_multiset(state, &mut self.values)
+    }
+    fn box_clone(&self) -> Box<dyn Accumulator> {
+        Box::new(self.clone())
+    }
+}
+
+/// `min(x)`/`max(x)` over a stream that only inserts: the extreme so far,
+/// saved as one datum (nothing while there is none).
+#[derive(Clone, Debug)]
+struct Extreme {
+    max: bool,
+    value: Option<ScalarValue>,
+}
+
+impl Accumulator for Extreme {
+    fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
+        if !insert {
+            return Err(ExprError::new(
+                "XX000",
+                "retraction reached a min/max planned for an append-only input",
+            ));
+        }
+        if let Some(v) = value {
+            let better = match &self.value {
+                None => true,
+                Some(cur) if self.max => v > cur,
+                Some(cur) => v < cur,
+            };
+            if better {
+                self.value = Some(v.clone());
+            }
+        }
+        Ok(())
+    }
+    fn output(&self) -> ExprResult<Datum> {
+        Ok(self.value.clone())
+    }
+    fn save(&self) -> Row {
+        self.value.iter().map(|v| Some(v.clone())).collect()
+    }
+    fn load(&mut self, state: &[Datum]) -> ExprResult<()> {
+        self.value = match state {
+            [] => None,
+            [Some(v)] => Some(v.clone()),
+            _ => return Err(corrupt()),
+        };
+        Ok(())
     }
     fn box_clone(&self) -> Box<dyn Accumulator> {
         Box::new(self.clone())

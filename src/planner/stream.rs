@@ -504,6 +504,7 @@ impl<'a> StreamPlanner<'a> {
                     group_by: group_by.clone(),
                     calls: aggs.clone(),
                     emit_on_window_close,
+                    append_only_input: input.append_only(),
                     table: StateTableDesc {
                         table_id,
                         pk_types: key_types.clone(),

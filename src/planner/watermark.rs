@@ -1,12 +1,37 @@
 //! Which columns of a logical plan carry a watermark, known when the plan
 //! is made (the executors derive the values at run time, by the same
-//! rules; see "Watermarks" in `stream::message`), and where `EMIT ON
-//! WINDOW CLOSE` applies.
+//! rules; see "Watermarks" in `stream::message`), where `EMIT ON
+//! WINDOW CLOSE` applies, and whether a plan's stream is append-only.
 
 use super::logical::{JoinKind, LogicalPlan};
 use super::PlanError;
+use crate::meta::catalog::RelationKind;
 
 impl LogicalPlan {
+    /// Whether the plan's stream only ever inserts: a source, an `APPEND
+    /// ONLY` table or constants, through operators that never retract
+    /// what they emitted (projections, filters, time windows, `unnest`,
+    /// `UNION ALL`, inner joins of two append-only inputs). An aggregation
+    /// over such a stream keeps `min`/`max` as one value.
+    pub fn append_only(&self) -> bool {
+        match self {
+            LogicalPlan::Scan { relation } => {
+                relation.kind == RelationKind::Source
+                    || (relation.kind == RelationKind::Table && relation.append_only)
+            }
+            LogicalPlan::Values { .. } => true,
+            LogicalPlan::Project { input, .. }
+            | LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Unnest { input, .. }
+            | LogicalPlan::HopWindow { input, .. } => input.append_only(),
+            LogicalPlan::Union { inputs } => inputs.iter().all(LogicalPlan::append_only),
+            LogicalPlan::Join {
+                left, right, kind, ..
+            } => *kind == JoinKind::Inner && left.append_only() && right.append_only(),
+            _ => false,
+        }
+    }
+
     /// The output columns with a watermark: a relation's `WATERMARK FOR`
     /// column, carried through filters, monotone projections (`time -
     /// INTERVAL …`, `tumble_start`), time windows (to `window_start` and

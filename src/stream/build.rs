@@ -104,6 +104,9 @@ pub enum NodeDesc {
         /// passes it (`EMIT ON WINDOW CLOSE`).
         #[serde(default)]
         emit_on_window_close: bool,
+        /// The input only inserts (see `LogicalPlan::append_only`).
+        #[serde(default)]
+        append_only_input: bool,
     },
     HashJoin {
         kind: JoinKind,
@@ -384,6 +387,7 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
             calls,
             table,
             emit_on_window_close,
+            append_only_input,
         } => Box::new(
             HashAggExecutor::new(
                 group_by.clone(),
@@ -392,7 +396,8 @@ fn build_executor(node: &NodeDesc, actor: &ActorDesc, ctx: &BuildContext) -> Box
                 table.build(store, vnodes).log_writes(),
                 id,
             )
-            .emit_on_window_close(*emit_on_window_close),
+            .emit_on_window_close(*emit_on_window_close)
+            .append_only_input(*append_only_input),
         ),
         NodeDesc::DynamicFilter {
             key,

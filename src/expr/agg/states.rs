@@ -9,7 +9,7 @@
 //! accumulator of the same call, so the stored form does not depend on it.
 
 use super::{
-    create_accumulator, get_i64, int_total, join_i128, split_i128, wrong_type, Accumulator,
+    create_accumulator_for, get_i64, int_total, join_i128, split_i128, wrong_type, Accumulator,
     AggCall, AggKind,
 };
 use std::collections::HashMap;
@@ -36,12 +36,18 @@ pub enum AggStates {
     /// Any other call.
     Boxed {
         call: AggCall,
+        append_only: bool,
         accs: Vec<Box<dyn Accumulator>>,
     },
 }
 
 impl AggStates {
     pub fn new(call: &AggCall) -> AggStates {
+        Self::new_for(call, false)
+    }
+
+    /// The states of `call`; `append_only`: the input only inserts.
+    pub fn new_for(call: &AggCall, append_only: bool) -> AggStates {
         let int_arg = matches!(
             call.arg_type,
             Some(DataType::Int16 | DataType::Int32 | DataType::Int64)
@@ -58,6 +64,7 @@ impl AggStates {
             },
             _ => AggStates::Boxed {
                 call: call.clone(),
+                append_only,
                 accs: Vec::new(),
             },
         }
@@ -72,7 +79,11 @@ impl AggStates {
                 count.push(0);
                 sum.push(0);
             }
-            AggStates::Boxed { call, accs } => accs.push(create_accumulator(call)),
+            AggStates::Boxed {
+                call,
+                append_only,
+                accs,
+            } => accs.push(create_accumulator_for(call, *append_only)),
         }
     }
 
@@ -308,6 +319,7 @@ fn total(sum: &[i64], wide: &HashMap<u32, i128>, g: usize) -> i128 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::create_accumulator;
     use super::*;
 
     fn call(kind: AggKind, arg_type: Option<DataType>, ret: DataType, distinct: bool) -> AggCall {

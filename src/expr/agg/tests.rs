@@ -318,3 +318,31 @@ fn string_agg_orders_and_retracts() {
     let packed = pack_string_agg_input(&[Some(ScalarValue::varchar("x")), None]).expect("pack");
     assert_eq!(packed, Some(ScalarValue::varchar("|0:x")));
 }
+
+/// Over an append-only input, min/max keep the one extreme value: the
+/// same results as the multiset, one datum of state, and a retraction is
+/// an internal error rather than a wrong answer.
+#[test]
+fn append_only_min_max_keep_one_value() {
+    for (kind, want) in [(AggKind::Max, "9"), (AggKind::Min, "-3")] {
+        for distinct in [false, true] {
+            let c = call(kind, Some(DataType::Int32), distinct);
+            let mut acc = create_accumulator_for(&c, true);
+            assert_eq!(out(acc.as_ref()), "NULL");
+            assert_eq!(acc.save(), Vec::<Datum>::new());
+            for v in ["4", "NULL", "9", "-3", "9", "0"] {
+                acc.update(true, &val(DataType::Int32, v)).expect("insert");
+            }
+            assert_eq!(out(acc.as_ref()), want);
+            let saved = acc.save();
+            assert_eq!(saved.len(), 1);
+            let mut back = create_accumulator_for(&c, true);
+            back.load(&saved).expect("load");
+            assert_eq!(out(back.as_ref()), want);
+            let err = acc
+                .update(false, &val(DataType::Int32, "9"))
+                .expect_err("retraction");
+            assert_eq!(err.code, "XX000");
+        }
+    }
+}

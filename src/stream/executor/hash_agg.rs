@@ -75,7 +75,7 @@ impl HashAggExecutor {
         actor_id: u32,
     ) -> Self {
         HashAggExecutor {
-            groups: Groups::new(group_by.len(), &calls),
+            groups: Groups::new(group_by.len(), &calls, false),
             group_by,
             calls,
             table,
@@ -86,6 +86,12 @@ impl HashAggExecutor {
             emit_on_window_close: false,
             watermark: None,
         }
+    }
+
+    /// The input only inserts: `min`/`max` keep one value, not a multiset.
+    pub fn append_only_input(mut self, yes: bool) -> Self {
+        self.groups = Groups::new(self.group_by.len(), &self.calls, yes);
+        self
     }
 
     /// Emit each group once, when the watermark closes it.

@@ -39,10 +39,14 @@ pub struct JoinSide {
     pub width: usize,
     /// Rows keyed `join key ++ pk`.
     pub table: StateTable,
-    cache: HashMap<Vec<Datum>, Vec<Row>>,
+    cache: HashMap<Vec<Datum>, Vec<Row>, foldhash::fast::RandomState>,
     /// Owned vnodes whose every stored key is in `cache`: a key of theirs
     /// missing from it has no rows.
     complete: Bitmap,
+    /// Whether the side has looked at its table once: found empty, every
+    /// owned vnode is complete from the start (a new job reads nothing
+    /// back for its new keys).
+    checked_empty: bool,
     /// Rows in `cache`, and as last reported to the metrics.
     cached_rows: i64,
     reported_rows: i64,
@@ -55,8 +59,9 @@ impl JoinSide {
             pk,
             width,
             table,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             complete: Bitmap::empty(),
+            checked_empty: false,
             cached_rows: 0,
             reported_rows: 0,
         }
@@ -86,6 +91,12 @@ impl JoinSide {
     /// Make sure the rows of `key` are cached.
     pub(super) async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
         if !self.cache.contains_key(key) {
+            if !self.checked_empty {
+                self.checked_empty = true;
+                if self.table.is_empty().await? {
+                    self.complete = self.table.vnodes().clone();
+                }
+            }
             let rows: Vec<Row> = if self.complete.contains(self.vnode_of_key(key)) {
                 Vec::new()
             } else {

@@ -14,7 +14,7 @@
 //! barrier: past [`MAX_CACHED_PARTITIONS`] the least recently touched
 //! ones do, and are read again from the state table when next touched.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 
@@ -57,10 +57,27 @@ pub struct OverWindowExecutor {
     pk: Vec<usize>,
     table: StateTable,
     partitions: HashMap<Vec<Datum>, Partition>,
+    /// What a partition missing from `partitions` holds.
+    known: Known,
     /// Barriers seen (the clock of `Partition::touched`).
     barriers: u64,
     actor_id: u32,
 }
+
+/// What the executor knows of the partitions not in memory.
+enum Known {
+    /// Not looked at the table yet.
+    Unchecked,
+    /// They may have stored rows: read them.
+    Stored,
+    /// The table was empty when first looked at: only the partitions
+    /// evicted since then have stored rows (a new job reads nothing back
+    /// for its new partitions). Past [`MAX_EVICTED_KEYS`], `Stored`.
+    EmptyBut(HashSet<Vec<Datum>>),
+}
+
+/// The most evicted partition keys [`Known::EmptyBut`] remembers.
+const MAX_EVICTED_KEYS: usize = 1 << 20;
 
 impl OverWindowExecutor {
     pub fn new(
@@ -90,6 +107,7 @@ impl OverWindowExecutor {
             pk,
             table,
             partitions: HashMap::new(),
+            known: Known::Unchecked,
             barriers: 0,
             actor_id,
         }
@@ -145,6 +163,12 @@ impl OverWindowExecutor {
         let gone: Vec<Vec<Datum>> = ages[..cut].iter().map(|(_, k)| (*k).clone()).collect();
         for k in gone {
             self.partitions.remove(&k);
+            if let Known::EmptyBut(evicted) = &mut self.known {
+                evicted.insert(k);
+            }
+        }
+        if matches!(&self.known, Known::EmptyBut(e) if e.len() > MAX_EVICTED_KEYS) {
+            self.known = Known::Stored;
         }
     }
 
@@ -152,8 +176,24 @@ impl OverWindowExecutor {
         if self.partitions.contains_key(key) {
             return Ok(());
         }
+        if matches!(self.known, Known::Unchecked) {
+            self.known = if self.table.is_empty().await? {
+                Known::EmptyBut(HashSet::new())
+            } else {
+                Known::Stored
+            };
+        }
+        let none_stored = match &mut self.known {
+            Known::EmptyBut(evicted) => !evicted.remove(key),
+            _ => false,
+        };
+        let stored = if none_stored {
+            Vec::new()
+        } else {
+            self.table.scan_prefix(key).await?
+        };
         let mut p = Partition::default();
-        for (_, row) in self.table.scan_prefix(key).await? {
+        for (_, row) in stored {
             let pk: Vec<Datum> = self.pk.iter().map(|&i| row[i].clone()).collect();
             let k = self.sort_key(&row, &pk);
             p.index.insert(pk, k.clone());
@@ -261,6 +301,9 @@ impl Executor for OverWindowExecutor {
                 .retain(|k, _| new.contains(vnode_of(k, &dist)));
         } else {
             self.partitions.clear();
+            if !matches!(self.known, Known::Unchecked) {
+                self.known = Known::Stored;
+            }
         }
     }
 }

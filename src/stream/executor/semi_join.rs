@@ -40,7 +40,11 @@ pub struct DegreeSide {
     /// Rows keyed `join key ++ pk`, valued `row ++ [degree]` (bigint).
     table: StateTable,
     /// The rows and degrees of the keys touched since the actor started.
-    cache: HashMap<Vec<Datum>, Vec<(Row, i64)>>,
+    cache: HashMap<Vec<Datum>, Vec<(Row, i64)>, foldhash::fast::RandomState>,
+    /// `None` until the first load looked at the table; `Some(true)`: it
+    /// was empty, so a key missing from the cache has no rows (until a
+    /// scale brings in vnodes).
+    all_cached: Option<bool>,
 }
 
 impl DegreeSide {
@@ -49,7 +53,8 @@ impl DegreeSide {
             keys,
             pk,
             table,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
+            all_cached: None,
         }
     }
 
@@ -67,10 +72,15 @@ impl DegreeSide {
 
     async fn load(&mut self, key: &[Datum]) -> StreamResult<()> {
         if !self.cache.contains_key(key) {
-            let rows = self
-                .table
-                .scan_prefix(key)
-                .await?
+            if self.all_cached.is_none() {
+                self.all_cached = Some(self.table.is_empty().await?);
+            }
+            let stored = if self.all_cached == Some(true) {
+                Vec::new()
+            } else {
+                self.table.scan_prefix(key).await?
+            };
+            let rows = stored
                 .into_iter()
                 .map(|(_, mut v)| {
                     let degree = match v.pop() {
@@ -101,6 +111,9 @@ impl DegreeSide {
             self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
         } else {
             self.cache.clear();
+            if self.all_cached.is_some() {
+                self.all_cached = Some(false);
+            }
         }
     }
 }

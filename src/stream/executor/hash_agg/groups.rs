@@ -167,13 +167,17 @@ fn hash_each<H: Hasher>(hashers: &mut [H], rows: &[usize], f: impl Fn(usize, &mu
 }
 
 impl Groups {
-    pub fn new(width: usize, calls: &[AggCall]) -> Groups {
+    /// Empty groups of `calls`; `append_only`: the input only inserts.
+    pub fn new(width: usize, calls: &[AggCall], append_only: bool) -> Groups {
         Groups {
             width,
             keys: Keys::Datums(Vec::new()),
             row_counts: Vec::new(),
             flags: Vec::new(),
-            states: calls.iter().map(AggStates::new).collect(),
+            states: calls
+                .iter()
+                .map(|c| AggStates::new_for(c, append_only))
+                .collect(),
             index: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
         }
@@ -423,7 +427,7 @@ mod tests {
 
     #[test]
     fn find_insert_remove_retain() {
-        let mut groups = Groups::new(1, &count_sum());
+        let mut groups = Groups::new(1, &count_sum(), false);
         for k in 0..100 {
             assert_eq!(lookup(&groups, k), None);
             let row = vec![int(k)];
@@ -460,7 +464,7 @@ mod tests {
             |k: i64| Some(ScalarValue::Int32(k as i32)),
             |k: i64| Some(ScalarValue::Int64(k)),
         ] {
-            let mut groups = Groups::new(1, &count_sum());
+            let mut groups = Groups::new(1, &count_sum(), false);
             let find = |groups: &Groups, d: Datum| {
                 let chunk = crate::common::StreamChunk::inserts(vec![vec![d]]);
                 let hash = groups.hash_rows(chunk.columns(), &[0], &[0])[0];
@@ -489,7 +493,7 @@ mod tests {
     /// `sum(v)` keeps at most 100 bytes per group in memory.
     #[test]
     fn a_count_sum_group_takes_under_100_bytes() {
-        let mut groups = Groups::new(1, &count_sum());
+        let mut groups = Groups::new(1, &count_sum(), false);
         let n = 200_000;
         for k in 0..n {
             let row = vec![int(k)];
