@@ -462,7 +462,6 @@ impl<'a> StreamPlanner<'a> {
                     Some(node) => node,
                     None => self.plan(input)?,
                 };
-                let visible = exprs.len();
                 let mut all = exprs.clone();
                 // keep stream key and distribution columns (hidden)
                 let mut extra = node.pk.clone();
@@ -477,7 +476,6 @@ impl<'a> StreamPlanner<'a> {
                         all.push(Expr::input_ref(k, node.types[k]));
                     }
                 }
-                let _ = visible;
                 Ok(self.project(node, all))
             }
             LogicalPlan::Aggregate {
