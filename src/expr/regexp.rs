@@ -19,6 +19,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use regex::{Regex, RegexBuilder};
 
@@ -59,19 +60,22 @@ fn parse_flags(flags: &str) -> ExprResult<Flags> {
 /// nearly always constants, so a small cache saves compiling per row.
 const CACHE_SIZE: usize = 64;
 
+/// Compiled patterns by flags, then pattern. Shared, not cloned: a clone
+/// of a `Regex` starts with empty matching caches, which it would rebuild
+/// on every row.
+type Cache = HashMap<Flags, HashMap<String, Rc<Regex>>>;
+
 thread_local! {
-    static CACHE: RefCell<HashMap<(String, Flags), Regex>> = RefCell::new(HashMap::new());
+    static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
 }
 
-fn compile(pattern: &str, flags: Flags) -> ExprResult<Regex> {
-    let key = (
-        pattern.to_string(),
-        Flags {
-            global: false,
-            ..flags
-        },
-    );
-    if let Some(re) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+fn compile(pattern: &str, flags: Flags) -> ExprResult<Rc<Regex>> {
+    let flags = Flags {
+        global: false,
+        ..flags
+    };
+    let cached = CACHE.with(|c| c.borrow().get(&flags).and_then(|m| m.get(pattern)).cloned());
+    if let Some(re) = cached {
         return Ok(re);
     }
     let re = RegexBuilder::new(pattern)
@@ -89,12 +93,15 @@ fn compile(pattern: &str, flags: Flags) -> ExprResult<Regex> {
                 ),
             )
         })?;
+    let re = Rc::new(re);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        if c.len() >= CACHE_SIZE {
+        if c.values().map(HashMap::len).sum::<usize>() >= CACHE_SIZE {
             c.clear();
         }
-        c.insert(key, re.clone());
+        c.entry(flags)
+            .or_default()
+            .insert(pattern.to_string(), Rc::clone(&re));
     });
     Ok(re)
 }
