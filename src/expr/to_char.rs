@@ -17,6 +17,10 @@
 //! print nothing and `TZH`, `TZM`, `OF` a zero offset. Names are English
 //! (the C locale; `TM` only drops the padding).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use chrono::{Datelike, NaiveDateTime, Timelike};
 
 /// A pattern's output, with the case of letters where it has one.
@@ -209,6 +213,30 @@ enum Node {
         /// `TH` (upper) or `th` (lower): an ordinal suffix on a number.
         th: Option<bool>,
     },
+}
+
+/// How many cut templates a thread keeps (a query's templates are nearly
+/// always constants).
+const CACHE_SIZE: usize = 64;
+
+thread_local! {
+    static CACHE: RefCell<HashMap<String, Rc<[Node]>>> = RefCell::new(HashMap::new());
+}
+
+/// [`parse`], cut once per thread and template rather than per row.
+fn parse_cached(template: &str) -> Rc<[Node]> {
+    if let Some(nodes) = CACHE.with(|c| c.borrow().get(template).cloned()) {
+        return nodes;
+    }
+    let nodes: Rc<[Node]> = parse(template).into();
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= CACHE_SIZE {
+            c.clear();
+        }
+        c.insert(template.to_string(), Rc::clone(&nodes));
+    });
+    nodes
 }
 
 /// Cuts a template as PostgreSQL's `parse_format` does.
@@ -442,13 +470,13 @@ pub fn to_char(ts: NaiveDateTime, template: &str) -> Option<String> {
     let date = ts.date();
     let month = date.month0() as usize;
     let wday = date.weekday().num_days_from_sunday() as usize;
-    for node in parse(template) {
+    for node in parse_cached(template).iter() {
         let (key, fill, tm, th) = match node {
             Node::Text(t) => {
-                out.push_str(&t);
+                out.push_str(t);
                 continue;
             }
-            Node::Pattern { key, fill, tm, th } => (key, fill, tm, th),
+            Node::Pattern { key, fill, tm, th } => (*key, *fill, *tm, *th),
         };
         let pad = !fill && !tm;
         match key {
