@@ -31,6 +31,69 @@ use crate::storage::StateTable;
 use crate::stream::message::{Barrier, Watermark};
 use crate::stream::StreamResult;
 
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The cached rows of one join key. Past [`INDEX_FROM`] rows, each row's
+/// position by its stream key, so a delete does not scan them all (a
+/// key with many rows, such as a window of a windowed aggregation, is
+/// updated row by row).
+#[derive(Default)]
+struct KeyRows {
+    rows: Vec<Row>,
+    index: Option<FastMap<Vec<Datum>, usize>>,
+}
+
+const INDEX_FROM: usize = 32;
+
+fn pk_of(pk: &[usize], row: &Row) -> Vec<Datum> {
+    pk.iter().map(|&i| row[i].clone()).collect()
+}
+
+impl KeyRows {
+    fn new(rows: Vec<Row>, pk: &[usize]) -> Self {
+        let mut k = KeyRows { rows, index: None };
+        k.build_index(pk);
+        k
+    }
+
+    fn build_index(&mut self, pk: &[usize]) {
+        if self.index.is_none() && self.rows.len() > INDEX_FROM {
+            let index = self
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (pk_of(pk, r), i))
+                .collect();
+            self.index = Some(index);
+        }
+    }
+
+    fn push(&mut self, row: Row, pk: &[usize]) {
+        if let Some(index) = &mut self.index {
+            index.insert(pk_of(pk, &row), self.rows.len());
+        }
+        self.rows.push(row);
+        self.build_index(pk);
+    }
+
+    /// Remove the row with `row`'s stream key; whether there was one.
+    fn remove(&mut self, row: &Row, pk: &[usize]) -> bool {
+        let pos = match &mut self.index {
+            Some(index) => index.remove(&pk_of(pk, row)),
+            None => self
+                .rows
+                .iter()
+                .position(|r| pk.iter().all(|&i| r[i] == row[i])),
+        };
+        let Some(pos) = pos else { return false };
+        self.rows.swap_remove(pos);
+        if let (Some(index), Some(moved)) = (&mut self.index, self.rows.get(pos)) {
+            index.insert(pk_of(pk, moved), pos);
+        }
+        true
+    }
+}
+
 /// One input of the join.
 pub struct JoinSide {
     pub keys: Vec<usize>,
@@ -39,7 +102,7 @@ pub struct JoinSide {
     pub width: usize,
     /// Rows keyed `join key ++ pk`.
     pub table: StateTable,
-    cache: HashMap<Vec<Datum>, Vec<Row>, foldhash::fast::RandomState>,
+    cache: HashMap<Vec<Datum>, KeyRows, foldhash::fast::RandomState>,
     /// Owned vnodes whose every stored key is in `cache`: a key of theirs
     /// missing from it has no rows.
     complete: Bitmap,
@@ -108,32 +171,31 @@ impl JoinSide {
                     .collect()
             };
             self.cached_rows += rows.len() as i64;
-            self.cache.insert(key.to_vec(), rows);
+            self.cache
+                .insert(key.to_vec(), KeyRows::new(rows, &self.pk));
         }
         Ok(())
     }
 
     pub(super) fn rows(&self, key: &[Datum]) -> &[Row] {
-        self.cache.get(key).map(|v| v.as_slice()).unwrap_or(&[])
+        self.cache
+            .get(key)
+            .map(|v| v.rows.as_slice())
+            .unwrap_or(&[])
     }
 
     pub(super) fn insert(&mut self, key: Vec<Datum>, row: Row) {
         let pk = self.state_pk(&row);
         self.table.put(&pk, &row);
         self.cached_rows += 1;
-        self.cache.entry(key).or_default().push(row);
+        self.cache.entry(key).or_default().push(row, &self.pk);
     }
 
     pub(super) fn delete(&mut self, key: &[Datum], row: &Row) {
         let pk = self.state_pk(row);
         self.table.delete(&pk);
-        let pk_cols = self.pk.clone();
         if let Some(rows) = self.cache.get_mut(key) {
-            if let Some(pos) = rows
-                .iter()
-                .position(|r| pk_cols.iter().all(|&i| r[i] == row[i]))
-            {
-                rows.swap_remove(pos);
+            if rows.remove(row, &self.pk) {
                 self.cached_rows -= 1;
             }
         }
@@ -159,7 +221,7 @@ impl JoinSide {
             }
             for (key, rows) in read {
                 self.cached_rows += rows.len() as i64;
-                self.cache.insert(key, rows);
+                self.cache.insert(key, KeyRows::new(rows, &self.pk));
             }
             self.complete.set(vnode, true);
             tokio::task::yield_now().await;
@@ -179,8 +241,8 @@ impl JoinSide {
             .collect();
         for key in below {
             if let Some(rows) = self.cache.remove(&key) {
-                self.cached_rows -= rows.len() as i64;
-                for row in &rows {
+                self.cached_rows -= rows.rows.len() as i64;
+                for row in &rows.rows {
                     let pk = self.state_pk(row);
                     self.table.delete(&pk);
                 }
@@ -218,7 +280,7 @@ impl JoinSide {
             self.cache.clear();
             self.complete = Bitmap::empty();
         }
-        self.cached_rows = self.cache.values().map(|r| r.len() as i64).sum();
+        self.cached_rows = self.cache.values().map(|r| r.rows.len() as i64).sum();
     }
 }
 
@@ -480,6 +542,38 @@ mod tests {
     use super::*;
     use crate::common::DataType;
     use crate::storage::MemoryStateStore;
+
+    /// Past `INDEX_FROM` rows a key's rows are found by stream key: every
+    /// removal takes the right row, in any order, and the positions stay
+    /// right as rows move into the holes.
+    #[test]
+    fn many_rows_of_one_key_remove_by_stream_key() {
+        let row = |id: i64| -> Row { vec![Some(ScalarValue::Int64(id)), None] };
+        let n = (INDEX_FROM * 3) as i64;
+        let mut k = KeyRows::default();
+        for id in 0..n {
+            k.push(row(id), &[0]);
+        }
+        assert!(k.index.is_some());
+        for id in (0..n).filter(|i| i % 3 != 1).rev() {
+            assert!(k.remove(&row(id), &[0]), "row {id}");
+        }
+        assert!(!k.remove(&row(0), &[0]), "already gone");
+        let mut left: Vec<i64> = k
+            .rows
+            .iter()
+            .filter_map(|r| match r[0] {
+                Some(ScalarValue::Int64(v)) => Some(v),
+                _ => None,
+            })
+            .collect();
+        left.sort_unstable();
+        assert_eq!(left, (0..n).filter(|i| i % 3 == 1).collect::<Vec<_>>());
+        for id in left {
+            assert!(k.remove(&row(id), &[0]));
+        }
+        assert!(k.rows.is_empty());
+    }
 
     /// A join of two `(pk, key)` sides over `s`.
     fn join_over(s: &Arc<MemoryStateStore>, kind: JoinKind) -> HashJoinExecutor {
