@@ -16,6 +16,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+type Fast = foldhash::fast::RandomState;
+
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
@@ -56,7 +58,7 @@ pub struct OverWindowExecutor {
     /// The input's stream key.
     pk: Vec<usize>,
     table: StateTable,
-    partitions: HashMap<Vec<Datum>, Partition>,
+    partitions: HashMap<Vec<Datum>, Partition, Fast>,
     /// What a partition missing from `partitions` holds.
     known: Known,
     /// Barriers seen (the clock of `Partition::touched`).
@@ -73,7 +75,7 @@ enum Known {
     /// The table was empty when first looked at: only the partitions
     /// evicted since then have stored rows (a new job reads nothing back
     /// for its new partitions). Past [`MAX_EVICTED_KEYS`], `Stored`.
-    EmptyBut(HashSet<Vec<Datum>>),
+    EmptyBut(HashSet<Vec<Datum>, Fast>),
 }
 
 /// The most evicted partition keys [`Known::EmptyBut`] remembers.
@@ -106,7 +108,7 @@ impl OverWindowExecutor {
             calls,
             pk,
             table,
-            partitions: HashMap::new(),
+            partitions: HashMap::default(),
             known: Known::Unchecked,
             barriers: 0,
             actor_id,
@@ -178,7 +180,7 @@ impl OverWindowExecutor {
         }
         if matches!(self.known, Known::Unchecked) {
             self.known = if self.table.is_empty().await? {
-                Known::EmptyBut(HashSet::new())
+                Known::EmptyBut(HashSet::default())
             } else {
                 Known::Stored
             };
