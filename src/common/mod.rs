@@ -17,3 +17,9 @@ pub use time_unit::TimeUnit;
 pub use types::{
     ArrayValue, DataType, Datum, ElemType, Field, Interval, Numeric, Row, ScalarValue, F64,
 };
+
+/// A hash map with a fast, non-cryptographic hasher, for executors' caches
+/// keyed by datums (hashed once or more per row).
+pub type FastHashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// The set of [`FastHashMap`].
+pub type FastHashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;

@@ -21,6 +21,7 @@ mod func;
 mod monotone;
 pub mod over;
 mod regexp;
+mod str_cache;
 mod string;
 mod to_char;
 pub mod vector;

@@ -23,6 +23,7 @@ use std::rc::Rc;
 
 use regex::{Regex, RegexBuilder};
 
+use super::str_cache::StrCache;
 use super::{ExprError, ExprResult};
 
 /// The options a flags string selects.
@@ -56,17 +57,11 @@ fn parse_flags(flags: &str) -> ExprResult<Flags> {
     Ok(f)
 }
 
-/// How many compiled patterns a thread keeps: a query has few patterns,
-/// nearly always constants, so a small cache saves compiling per row.
-const CACHE_SIZE: usize = 64;
-
-/// Compiled patterns by flags, then pattern. Shared, not cloned: a clone
-/// of a `Regex` starts with empty matching caches, which it would rebuild
-/// on every row.
-type Cache = HashMap<Flags, HashMap<String, Rc<Regex>>>;
-
 thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(HashMap::new());
+    /// Compiled patterns by flags, then pattern: shared, not cloned (a
+    /// clone of a `Regex` starts with empty matching caches, which it
+    /// would rebuild on every row).
+    static CACHE: RefCell<HashMap<Flags, StrCache<Regex>>> = RefCell::new(HashMap::new());
 }
 
 fn compile(pattern: &str, flags: Flags) -> ExprResult<Rc<Regex>> {
@@ -74,36 +69,29 @@ fn compile(pattern: &str, flags: Flags) -> ExprResult<Rc<Regex>> {
         global: false,
         ..flags
     };
-    let cached = CACHE.with(|c| c.borrow().get(&flags).and_then(|m| m.get(pattern)).cloned());
-    if let Some(re) = cached {
-        return Ok(re);
-    }
-    let re = RegexBuilder::new(pattern)
-        .case_insensitive(flags.case_insensitive)
-        .dot_matches_new_line(!flags.newline_sensitive)
-        .multi_line(flags.newline_sensitive)
-        .ignore_whitespace(flags.expanded)
-        .build()
-        .map_err(|e| {
-            ExprError::new(
-                "2201B",
-                format!(
-                    "invalid regular expression: {}",
-                    e.to_string().lines().last().unwrap_or("").trim()
-                ),
-            )
-        })?;
-    let re = Rc::new(re);
     CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.values().map(HashMap::len).sum::<usize>() >= CACHE_SIZE {
-            c.clear();
-        }
-        c.entry(flags)
+        c.borrow_mut()
+            .entry(flags)
             .or_default()
-            .insert(pattern.to_string(), Rc::clone(&re));
-    });
-    Ok(re)
+            .get_or_try(pattern, || {
+                RegexBuilder::new(pattern)
+                    .case_insensitive(flags.case_insensitive)
+                    .dot_matches_new_line(!flags.newline_sensitive)
+                    .multi_line(flags.newline_sensitive)
+                    .ignore_whitespace(flags.expanded)
+                    .build()
+                    .map(Rc::new)
+                    .map_err(|e| {
+                        ExprError::new(
+                            "2201B",
+                            format!(
+                                "invalid regular expression: {}",
+                                e.to_string().lines().last().unwrap_or("").trim()
+                            ),
+                        )
+                    })
+            })
+    })
 }
 
 /// `s ~ pattern` (`~*` with `case_insensitive`): whether it matches

@@ -18,10 +18,11 @@
 //! (the C locale; `TM` only drops the padding).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use chrono::{Datelike, NaiveDateTime, Timelike};
+
+use super::str_cache::StrCache;
 
 /// A pattern's output, with the case of letters where it has one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,28 +216,16 @@ enum Node {
     },
 }
 
-/// How many cut templates a thread keeps (a query's templates are nearly
-/// always constants).
-const CACHE_SIZE: usize = 64;
-
 thread_local! {
-    static CACHE: RefCell<HashMap<String, Rc<[Node]>>> = RefCell::new(HashMap::new());
+    static CACHE: RefCell<StrCache<[Node]>> = RefCell::new(StrCache::default());
 }
 
 /// [`parse`], cut once per thread and template rather than per row.
 fn parse_cached(template: &str) -> Rc<[Node]> {
-    if let Some(nodes) = CACHE.with(|c| c.borrow().get(template).cloned()) {
-        return nodes;
-    }
-    let nodes: Rc<[Node]> = parse(template).into();
     CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.len() >= CACHE_SIZE {
-            c.clear();
-        }
-        c.insert(template.to_string(), Rc::clone(&nodes));
-    });
-    nodes
+        c.borrow_mut()
+            .get_or_insert_with(template, || parse(template).into())
+    })
 }
 
 /// Cuts a template as PostgreSQL's `parse_format` does.

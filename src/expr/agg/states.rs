@@ -42,12 +42,8 @@ pub enum AggStates {
 }
 
 impl AggStates {
-    pub fn new(call: &AggCall) -> AggStates {
-        Self::new_for(call, false)
-    }
-
     /// The states of `call`; `append_only`: the input only inserts.
-    pub fn new_for(call: &AggCall, append_only: bool) -> AggStates {
+    pub fn new(call: &AggCall, append_only: bool) -> AggStates {
         let int_arg = matches!(
             call.arg_type,
             Some(DataType::Int16 | DataType::Int32 | DataType::Int64)
@@ -351,7 +347,7 @@ mod tests {
             DataType::Decimal,
             false,
         );
-        let mut s = AggStates::new(&c);
+        let mut s = AggStates::new(&c, false);
         for _ in 0..3 {
             s.push();
         }
@@ -408,7 +404,7 @@ mod tests {
             (false, int(-7)),
         ];
         for c in &calls {
-            let mut packed = AggStates::new(c);
+            let mut packed = AggStates::new(c, false);
             packed.push();
             packed.push();
             let mut boxed = create_accumulator(c);

@@ -25,13 +25,11 @@ use async_trait::async_trait;
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::vnode_of;
 use crate::common::order::JoinKind;
-use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
+use crate::common::{Bitmap, Datum, FastHashMap, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::Expr;
 use crate::storage::StateTable;
 use crate::stream::message::{Barrier, Watermark};
 use crate::stream::StreamResult;
-
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The cached rows of one join key. Past [`INDEX_FROM`] rows, each row's
 /// position by its stream key, so a delete does not scan them all (a
@@ -40,7 +38,7 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 #[derive(Default)]
 struct KeyRows {
     rows: Vec<Row>,
-    index: Option<FastMap<Vec<Datum>, usize>>,
+    index: Option<FastHashMap<Vec<Datum>, usize>>,
 }
 
 const INDEX_FROM: usize = 32;
@@ -102,7 +100,7 @@ pub struct JoinSide {
     pub width: usize,
     /// Rows keyed `join key ++ pk`.
     pub table: StateTable,
-    cache: HashMap<Vec<Datum>, KeyRows, foldhash::fast::RandomState>,
+    cache: FastHashMap<Vec<Datum>, KeyRows>,
     /// Owned vnodes whose every stored key is in `cache`: a key of theirs
     /// missing from it has no rows.
     complete: Bitmap,

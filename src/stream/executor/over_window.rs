@@ -14,16 +14,14 @@
 //! barrier: past [`MAX_CACHED_PARTITIONS`] the least recently touched
 //! ones do, and are read again from the state table when next touched.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-type Fast = foldhash::fast::RandomState;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::{encode_row, vnode_of};
 use crate::common::order::{encode_sort_key, OrderKey};
-use crate::common::{Bitmap, Datum, Op, Row, StreamChunk};
+use crate::common::{Bitmap, Datum, FastHashMap, FastHashSet, Op, Row, StreamChunk};
 use crate::expr::over::{compute_partition, WindowCall, WindowFuncKind};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
@@ -58,7 +56,7 @@ pub struct OverWindowExecutor {
     /// The input's stream key.
     pk: Vec<usize>,
     table: StateTable,
-    partitions: HashMap<Vec<Datum>, Partition, Fast>,
+    partitions: FastHashMap<Vec<Datum>, Partition>,
     /// What a partition missing from `partitions` holds.
     known: Known,
     /// Barriers seen (the clock of `Partition::touched`).
@@ -75,7 +73,7 @@ enum Known {
     /// The table was empty when first looked at: only the partitions
     /// evicted since then have stored rows (a new job reads nothing back
     /// for its new partitions). Past [`MAX_EVICTED_KEYS`], `Stored`.
-    EmptyBut(HashSet<Vec<Datum>, Fast>),
+    EmptyBut(FastHashSet<Vec<Datum>>),
 }
 
 /// The most evicted partition keys [`Known::EmptyBut`] remembers.
@@ -180,7 +178,7 @@ impl OverWindowExecutor {
         }
         if matches!(self.known, Known::Unchecked) {
             self.known = if self.table.is_empty().await? {
-                Known::EmptyBut(HashSet::default())
+                Known::EmptyBut(FastHashSet::default())
             } else {
                 Known::Stored
             };

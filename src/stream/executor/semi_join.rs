@@ -26,7 +26,7 @@ use async_trait::async_trait;
 use super::hash_join::JoinSide;
 use super::{ChunkBuilder, Executor};
 use crate::common::encoding::vnode_of;
-use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
+use crate::common::{Bitmap, Datum, FastHashMap, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::Expr;
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
@@ -40,7 +40,7 @@ pub struct DegreeSide {
     /// Rows keyed `join key ++ pk`, valued `row ++ [degree]` (bigint).
     table: StateTable,
     /// The rows and degrees of the keys touched since the actor started.
-    cache: HashMap<Vec<Datum>, Vec<(Row, i64)>, foldhash::fast::RandomState>,
+    cache: FastHashMap<Vec<Datum>, Vec<(Row, i64)>>,
     /// `None` until the first load looked at the table; `Some(true)`: it
     /// was empty, so a key missing from the cache has no rows (until a
     /// scale brings in vnodes).

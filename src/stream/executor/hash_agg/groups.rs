@@ -176,7 +176,7 @@ impl Groups {
             flags: Vec::new(),
             states: calls
                 .iter()
-                .map(|c| AggStates::new_for(c, append_only))
+                .map(|c| AggStates::new(c, append_only))
                 .collect(),
             index: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
