@@ -26,24 +26,91 @@ pub struct DecodeError(pub &'static str);
 const NULL_TAG_ASC: u8 = 0x01; // non-null sorts before null when ascending
 const VALUE_TAG_ASC: u8 = 0x00;
 
-/// Append the memcomparable encoding of `datum` (ascending, NULLs last).
+/// Which of a value's representations an encoding keeps.
+///
+/// Some types have values that are equal under PostgreSQL's equality but
+/// written differently: `1.0` and `1.00` (numeric scale), `-0` and `0`,
+/// `'1 day'` and `'24 hours'`, `-0.0` and `0.0`. A key must not tell them
+/// apart (state keys, vnodes and every hash table would split one group
+/// into several), while a stored value must come back as it was written.
+/// Both forms have one layout and one decoder: a key decodes to the
+/// class's canonical representative (see [`canonical`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// Equal values give equal bytes: keys, vnode hashes, in-memory keys.
+    Key,
+    /// The value exactly as written: stored values, the exchange wire.
+    Exact,
+}
+
+/// Append the memcomparable key encoding of `datum` (ascending, NULLs
+/// last). Values equal under PostgreSQL's equality encode to the same
+/// bytes; decoding gives the canonical representative.
 pub fn encode_datum(buf: &mut Vec<u8>, datum: &Datum) {
     encode_datum_ref(buf, datum_ref(datum));
 }
 
 /// [`encode_datum`] of a borrowed value.
 pub fn encode_datum_ref(buf: &mut Vec<u8>, datum: DatumRef<'_>) {
+    encode_datum_form(buf, datum, Form::Key);
+}
+
+/// The exact encoding of a value (it decodes to the value as written,
+/// `1.50` with its scale): for stored values and the exchange wire, never
+/// for keys.
+pub fn encode_datum_exact_ref(buf: &mut Vec<u8>, datum: DatumRef<'_>) {
+    encode_datum_form(buf, datum, Form::Exact);
+}
+
+fn encode_datum_form(buf: &mut Vec<u8>, datum: DatumRef<'_>, form: Form) {
     match datum {
         None => buf.push(NULL_TAG_ASC),
         Some(v) => {
             buf.push(VALUE_TAG_ASC);
-            encode_value(buf, v);
+            encode_value(buf, v, form);
         }
+    }
+}
+
+/// The canonical representative of `v`'s class under PostgreSQL's
+/// equality (what its key encoding decodes to): numerics without trailing
+/// zeros and with `-0` as `0`, intervals in whole 30-day months, days and
+/// microseconds of one sign, floats with `-0.0` as `0.0`. Every other
+/// value is its own representative.
+pub fn canonical(v: &ScalarValue) -> ScalarValue {
+    match v {
+        ScalarValue::Decimal(Numeric::Finite(d)) => ScalarValue::decimal(d.normalize()),
+        ScalarValue::Interval(i) => ScalarValue::Interval(i.canonical()),
+        ScalarValue::Float32(x) if x.0 == 0.0 => ScalarValue::Float32(F64(0.0)),
+        ScalarValue::Float64(x) if x.0 == 0.0 => ScalarValue::Float64(F64(0.0)),
+        ScalarValue::Array(a) => ScalarValue::array(
+            a.elem,
+            a.items.iter().map(|d| d.as_ref().map(canonical)).collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Whether `v` is written as its class's canonical representative, i.e.
+/// its key encoding decodes back to exactly `v`.
+pub fn is_canonical(v: &ScalarValue) -> bool {
+    match v {
+        ScalarValue::Decimal(Numeric::Finite(d)) => d.serialize() == d.normalize().serialize(),
+        ScalarValue::Interval(i) => {
+            let c = i.canonical();
+            (c.months, c.days, c.micros) == (i.months, i.days, i.micros)
+        }
+        ScalarValue::Float32(x) | ScalarValue::Float64(x) => {
+            !(x.0 == 0.0 && x.0.is_sign_negative())
+        }
+        ScalarValue::Array(a) => a.items.iter().flatten().all(is_canonical),
+        _ => true,
     }
 }
 
 /// Append the encoding of `datum` in the given direction. Descending flips
 /// every byte, which reverses the order (and puts NULLs first).
+/// (A key encoding, as [`encode_datum`].)
 pub fn encode_datum_ordered(buf: &mut Vec<u8>, datum: &Datum, desc: bool) {
     let start = buf.len();
     encode_datum(buf, datum);
@@ -66,13 +133,13 @@ fn int64_bytes(x: i64) -> [u8; 8] {
     (x as u64 ^ (1 << 63)).to_be_bytes()
 }
 
-fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>) {
+fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>, form: Form) {
     match v {
         ScalarRef::Int16(x) => buf.extend_from_slice(&((x as u16) ^ 0x8000).to_be_bytes()),
         ScalarRef::Int32(x) => buf.extend_from_slice(&int32_bytes(x)),
         ScalarRef::Int64(x) => buf.extend_from_slice(&int64_bytes(x)),
-        ScalarRef::Float32(x) | ScalarRef::Float64(x) => encode_f64(buf, x),
-        ScalarRef::Decimal(d) => encode_decimal(buf, &d),
+        ScalarRef::Float32(x) | ScalarRef::Float64(x) => encode_f64(buf, x, form),
+        ScalarRef::Decimal(d) => encode_decimal(buf, &d, form),
         ScalarRef::Varchar(s) => encode_bytes(buf, s.as_bytes()),
         ScalarRef::Boolean(b) => buf.push(b as u8),
         ScalarRef::Date(d) => {
@@ -84,11 +151,17 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>) {
             buf.extend_from_slice(&(micros as u64 ^ (1 << 63)).to_be_bytes())
         }
         ScalarRef::Interval(i) => {
-            // Order by total, then keep the parts so the value round-trips.
+            // Order by total, then the parts so the value round-trips: a
+            // key's are the canonical ones, so equal totals give equal
+            // bytes ('1 day' = '24 hours').
             let total = i.total_micros();
+            let parts = match form {
+                Form::Key => i.canonical(),
+                Form::Exact => i,
+            };
             buf.extend_from_slice(&((total as u128) ^ (1 << 127)).to_be_bytes());
-            buf.extend_from_slice(&i.months.to_be_bytes());
-            buf.extend_from_slice(&i.days.to_be_bytes());
+            buf.extend_from_slice(&parts.months.to_be_bytes());
+            buf.extend_from_slice(&parts.days.to_be_bytes());
         }
         ScalarRef::Array(a) => {
             // Each element behind a continuation byte, then an end byte that
@@ -96,7 +169,7 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>) {
             // compare by their own encoding (NULL last), as `array_cmp`.
             for item in &a.items {
                 buf.push(ARRAY_MORE);
-                encode_datum(buf, item);
+                encode_datum_form(buf, datum_ref(item), form);
             }
             buf.push(ARRAY_END);
         }
@@ -106,10 +179,12 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>) {
 const ARRAY_END: u8 = 0x00;
 const ARRAY_MORE: u8 = 0x01;
 
-fn encode_f64(buf: &mut Vec<u8>, x: F64) {
+/// Floats: NaN as one value above every number; `-0.0` as `0.0` in a
+/// key (in a value it keeps its sign, which PostgreSQL prints).
+fn encode_f64(buf: &mut Vec<u8>, x: F64, form: Form) {
     let v = if x.0.is_nan() {
         f64::NAN
-    } else if x.0 == 0.0 {
+    } else if x.0 == 0.0 && form == Form::Key {
         0.0
     } else {
         x.0
@@ -146,9 +221,12 @@ fn encode_bytes(buf: &mut Vec<u8>, s: &[u8]) {
 /// Numerics: a class in PostgreSQL's order (`-Infinity` 0, negative 1,
 /// zero 2, positive 3, `Infinity` 4, `NaN` 5), then for non-zero numbers
 /// the decimal exponent of the leading digit and the digits, all flipped
-/// for negatives. The exact value ([`Numeric::to_bytes`]: mantissa and
-/// scale) follows so it round-trips with its scale.
-fn encode_decimal(buf: &mut Vec<u8>, v: &Numeric) {
+/// for negatives. Then the value ([`Numeric::to_bytes`]: mantissa and
+/// scale): in a value the exact one, so it round-trips with its scale; in
+/// a key the normalized one (`1.0`, `1.00` and `1` are one key, and `-0`
+/// is `0`). Keys written before keys were canonical carry the exact value
+/// here too; the same decoder reads both.
+fn encode_decimal(buf: &mut Vec<u8>, v: &Numeric, form: Form) {
     let d = match v {
         Numeric::Finite(d) => d,
         special => {
@@ -181,12 +259,24 @@ fn encode_decimal(buf: &mut Vec<u8>, v: &Numeric) {
         }
         buf.extend_from_slice(&body);
     }
-    buf.extend_from_slice(&d.serialize());
+    buf.extend_from_slice(&match form {
+        Form::Key => n.serialize(),
+        Form::Exact => d.serialize(),
+    });
 }
 
-pub fn encode_row(buf: &mut Vec<u8>, row: &[Datum]) {
+/// The key encoding of a row (all ascending): equal rows, equal bytes.
+pub fn encode_key_row(buf: &mut Vec<u8>, row: &[Datum]) {
     for d in row {
         encode_datum(buf, d);
+    }
+}
+
+/// The exact encoding of a row, for stored values (decoded by
+/// [`decode_row`] with the row's types).
+pub fn encode_value_row(buf: &mut Vec<u8>, row: &[Datum]) {
+    for d in row {
+        encode_datum_exact_ref(buf, datum_ref(d));
     }
 }
 
@@ -197,8 +287,8 @@ pub fn encode_key_ordered(buf: &mut Vec<u8>, row: &[Datum], desc: &[bool]) {
     }
 }
 
-/// Decode a row written by [`encode_row`] (all ascending) or
-/// [`encode_key_ordered`] with the same directions.
+/// Decode a row written by [`encode_key_row`] or [`encode_value_row`]
+/// (all ascending) or [`encode_key_ordered`] with the same directions.
 pub fn decode_row(mut data: &[u8], types: &[DataType], desc: &[bool]) -> Result<Row, DecodeError> {
     let mut row = Vec::with_capacity(types.len());
     for (i, ty) in types.iter().enumerate() {
@@ -602,20 +692,25 @@ mod tests {
             Some(ScalarValue::Decimal(Numeric::NaN)),
             Some(ScalarValue::Decimal(Numeric::NegInf)),
         ];
+        let scale = |r: &Row| match &r[4] {
+            Some(ScalarValue::Decimal(Numeric::Finite(d))) => d.scale(),
+            _ => u32::MAX,
+        };
+        // A key comes back equal, as the canonical representative.
         for desc in [false, true] {
             let dirs = vec![desc; types.len()];
             let mut buf = Vec::new();
             encode_key_ordered(&mut buf, &row, &dirs);
             let back = decode_row(&buf, &types, &dirs).unwrap();
             assert_eq!(back, row);
-            if let (
-                Some(ScalarValue::Decimal(Numeric::Finite(a))),
-                Some(ScalarValue::Decimal(Numeric::Finite(b))),
-            ) = (&back[4], &row[4])
-            {
-                assert_eq!(a.scale(), b.scale());
-            }
+            assert_eq!(scale(&back), 2);
         }
+        // A value comes back as written.
+        let mut buf = Vec::new();
+        encode_value_row(&mut buf, &row);
+        let back = decode_row(&buf, &types, &[]).unwrap();
+        assert!(crate::common::identical(&back, &row));
+        assert_eq!(scale(&back), 4);
     }
 }
 
@@ -644,13 +739,13 @@ pub fn decode_row_tagged(mut data: &[u8]) -> Result<Row, DecodeError> {
 }
 
 /// One datum of the self-describing encoding: `0xff` for NULL, else the
-/// type tag and the value body.
+/// type tag and the value body (exact: these are stored values).
 pub fn encode_datum_tagged(buf: &mut Vec<u8>, datum: &Datum) {
     match datum {
         None => buf.push(0xff),
         Some(v) => {
             buf.push(type_tag(v.data_type()));
-            encode_value(buf, v.as_scalar_ref());
+            encode_value(buf, v.as_scalar_ref(), Form::Exact);
         }
     }
 }

@@ -15,7 +15,8 @@ pub use column::{datum_ref, Column, ColumnBuilder, DatumRef, ScalarRef};
 pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
 pub use time_unit::TimeUnit;
 pub use types::{
-    ArrayValue, DataType, Datum, ElemType, Field, Interval, Numeric, Row, ScalarValue, F64,
+    identical, ArrayValue, DataType, Datum, ElemType, Field, Interval, Numeric, Row, ScalarValue,
+    F64,
 };
 
 /// A hash map with a fast, non-cryptographic hasher, for executors' caches

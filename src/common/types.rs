@@ -294,6 +294,25 @@ impl Interval {
         (self.months as i128 * 30 + self.days as i128) * Self::MICROS_PER_DAY as i128
             + self.micros as i128
     }
+
+    /// The representative of the intervals equal to this one (same
+    /// total): as many whole 30-day months as the total holds, then whole
+    /// days, then microseconds, all of the total's sign (`'24 hours'` is
+    /// `'1 day'`, `'-1 day +2 hours'` is `'-22:00:00'`). A part that
+    /// would not fit its width keeps the excess in the next part; an
+    /// interval with no such form (none PostgreSQL can hold) is its own.
+    pub fn canonical(&self) -> Interval {
+        let day = Self::MICROS_PER_DAY as i128;
+        let clamp = |x: i128| x.clamp(i32::MIN as i128, i32::MAX as i128);
+        let total = self.total_micros();
+        let months = clamp(total / (30 * day));
+        let rest = total - months * 30 * day;
+        let days = clamp(rest / day);
+        match i64::try_from(rest - days * day) {
+            Ok(micros) => Interval::new(months as i32, days as i32, micros),
+            Err(_) => *self,
+        }
+    }
 }
 
 impl PartialEq for Interval {
@@ -576,5 +595,36 @@ pub fn cmp_datum_nulls_last(a: &Datum, b: &Datum) -> Ordering {
         (None, Some(_)) => Ordering::Greater,
         (Some(_), None) => Ordering::Less,
         (Some(x), Some(y)) => x.cmp(y),
+    }
+}
+
+/// Whether two rows are the same as written, not only equal: `1.0` and
+/// `1.00` are equal but not identical. An executor that skips a change
+/// when a row "did not change" asks this, so a new representation of an
+/// equal value (a sum that went from `3.0` to `3.00`) still reaches the
+/// result, as PostgreSQL would print it.
+pub fn identical(a: &[Datum], b: &[Datum]) -> bool {
+    a == b
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => same_representation(x, y),
+            _ => true,
+        })
+}
+
+/// For two equal values: whether they are also written alike.
+fn same_representation(a: &ScalarValue, b: &ScalarValue) -> bool {
+    match (a, b) {
+        (ScalarValue::Decimal(Numeric::Finite(x)), ScalarValue::Decimal(Numeric::Finite(y))) => {
+            x.serialize() == y.serialize()
+        }
+        (ScalarValue::Interval(x), ScalarValue::Interval(y)) => {
+            (x.months, x.days, x.micros) == (y.months, y.days, y.micros)
+        }
+        (ScalarValue::Float32(x), ScalarValue::Float32(y))
+        | (ScalarValue::Float64(x), ScalarValue::Float64(y)) => {
+            x.0.is_nan() || x.0.is_sign_negative() == y.0.is_sign_negative()
+        }
+        (ScalarValue::Array(x), ScalarValue::Array(y)) => identical(&x.items, &y.items),
+        _ => true,
     }
 }

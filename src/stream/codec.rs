@@ -33,7 +33,7 @@ use arrow_array::{Array, BooleanArray, FixedSizeBinaryArray, PrimitiveArray, Str
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer};
 
 use super::message::{Barrier, Message};
-use crate::common::encoding::{decode_datum, encode_datum_ref, tag_type, type_tag};
+use crate::common::encoding::{decode_datum, encode_datum_exact_ref, tag_type, type_tag};
 use crate::common::{datum_ref, Column, ColumnBuilder, DataType, Op, ScalarRef, StreamChunk};
 
 const VERSION: u8 = 2;
@@ -115,9 +115,9 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
     let array: &dyn Array = match column {
         Column::Null(_) => return,
         Column::Array(a) => {
-            // Arrays are rare on the wire: each value in its key encoding.
+            // Arrays are rare on the wire: each value in its exact encoding.
             for v in a.values.iter() {
-                encode_datum_ref(buf, v.as_ref().map(ScalarRef::Array));
+                encode_datum_exact_ref(buf, v.as_ref().map(ScalarRef::Array));
             }
             return;
         }

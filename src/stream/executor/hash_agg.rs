@@ -24,14 +24,14 @@
 //! group's changes are not emitted as they happen: its final row is
 //! inserted once, when it closes.
 
-mod groups;
+pub(crate) mod groups;
 
 use async_trait::async_trait;
 
 use self::groups::{Groups, DIRTY, STORED};
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::vnode_of;
-use crate::common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
+use crate::common::encoding::{is_canonical, vnode_of};
+use crate::common::{identical, Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::AggCall;
 use crate::storage::StateTable;
 use crate::stream::message::{Barrier, Watermark};
@@ -178,6 +178,12 @@ impl HashAggExecutor {
     /// Add the group of `key`, from its stored state if it has one.
     async fn add_group(&mut self, hash: u64, key: Row) -> StreamResult<usize> {
         let saved = self.table.get(&key).await?;
+        // A stored group keeps the key it was shown with (`1.0`, though
+        // this row says `1.00`).
+        let key = match &saved {
+            Some(saved) => saved_key(saved, self.groups.states.len())?.unwrap_or(key),
+            None => key,
+        };
         let g = self.groups.insert(hash, key);
         if let Some(saved) = saved {
             decode_state(&saved, &mut self.groups, g)?;
@@ -197,6 +203,9 @@ impl HashAggExecutor {
             if self.groups.find_row(hash, &key).is_some() {
                 continue;
             }
+            // The stored key is the canonical one (`1`): the group shows
+            // the value it was created with (`1.0`), saved beside it.
+            let key = saved_key(&saved, self.groups.states.len())?.unwrap_or(key);
             let g = self.groups.insert(hash, key);
             decode_state(&saved, &mut self.groups, g)?;
             self.groups.flags[g] |= STORED;
@@ -243,7 +252,7 @@ impl HashAggExecutor {
             match (old, new) {
                 (None, Some(n)) => builder.push(Op::Insert, n, out),
                 (Some(o), None) => builder.push(Op::Delete, o, out),
-                (Some(o), Some(n)) if o != n => {
+                (Some(o), Some(n)) if !identical(&o, &n) => {
                     builder.push(Op::UpdateDelete, o, out);
                     builder.push(Op::UpdateInsert, n, out);
                 }
@@ -277,6 +286,10 @@ fn output_of(global: bool, groups: &Groups, g: usize) -> StreamResult<Option<Row
 
 /// The stored state of group `g`: its row count, then per call the length
 /// of the call's state and the state.
+/// A group's stored state: its row count, then per call the length of
+/// its state and the state; then, only if the group's key is not written
+/// as its canonical representative (`1.0`, whose state key decodes as
+/// `1`), the key as the group shows it.
 fn encode_state(groups: &Groups, g: usize) -> Row {
     let rows = groups.row_counts[g];
     let mut row: Row = vec![Some(ScalarValue::Int64(rows))];
@@ -285,17 +298,45 @@ fn encode_state(groups: &Groups, g: usize) -> Row {
         row.push(Some(ScalarValue::Int32(saved.len() as i32)));
         row.extend(saved);
     }
+    let key = groups.key(g);
+    if !key.iter().flatten().all(is_canonical) {
+        row.extend(key.iter().cloned());
+    }
     row
 }
 
+fn corrupt() -> StreamError {
+    StreamError::Internal("corrupt aggregate state".into())
+}
+
+fn state_int(d: Option<&Datum>) -> StreamResult<usize> {
+    d.and_then(|d| usize::try_from(d.as_ref()?.as_i64()?).ok())
+        .ok_or_else(corrupt)
+}
+
+/// Where the calls' states end in a stored state of `calls` calls.
+fn states_end(saved: &[Datum], calls: usize) -> StreamResult<usize> {
+    let mut at = 1;
+    for _ in 0..calls {
+        at += 1 + state_int(saved.get(at))?;
+    }
+    Ok(at)
+}
+
+/// The key a stored group shows, if it was saved beside its state (see
+/// [`encode_state`]).
+fn saved_key(saved: &[Datum], calls: usize) -> StreamResult<Option<Row>> {
+    let end = states_end(saved, calls)?;
+    Ok(saved.get(end..).filter(|k| !k.is_empty()).map(<[Datum]>::to_vec))
+}
+
 fn decode_state(saved: &[Datum], groups: &mut Groups, g: usize) -> StreamResult<()> {
-    let bad = || StreamError::Internal("corrupt aggregate state".into());
-    let int = |d: Option<&Datum>| d.and_then(|d| d.as_ref()?.as_i64()).ok_or_else(bad);
+    let int = |d: Option<&Datum>| d.and_then(|d| d.as_ref()?.as_i64()).ok_or_else(corrupt);
     groups.row_counts[g] = int(saved.first())?;
     let mut at = 1;
     for s in &mut groups.states {
-        let n = usize::try_from(int(saved.get(at))?).map_err(|_| bad())?;
-        let part = saved.get(at + 1..at + 1 + n).ok_or_else(bad)?;
+        let n = state_int(saved.get(at))?;
+        let part = saved.get(at + 1..at + 1 + n).ok_or_else(corrupt)?;
         s.load(g, part)?;
         at += 1 + n;
     }

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 
 use super::Executor;
 use crate::common::encoding::vnode_of;
-use crate::common::{Bitmap, Datum, Op, Row, StreamChunk, StreamChunkBuilder};
+use crate::common::{identical, Bitmap, Datum, Op, Row, StreamChunk, StreamChunkBuilder};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
 use crate::stream::StreamResult;
@@ -61,7 +61,7 @@ impl OnConflict {
                 .map(|(n, o)| if n.is_some() { n } else { o.clone() })
                 .collect(),
         };
-        (merged != *old).then_some(merged)
+        (!identical(&merged, old)).then_some(merged)
     }
 }
 

@@ -23,6 +23,9 @@ pub mod union;
 pub mod unnest;
 pub mod watermark_filter;
 
+#[cfg(test)]
+mod equal_keys_tests;
+
 use async_trait::async_trait;
 
 use super::message::{Barrier, Watermark};

@@ -19,9 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::{encode_row, vnode_of};
+use crate::common::encoding::{encode_key_row, vnode_of};
 use crate::common::order::{encode_sort_key, OrderKey};
-use crate::common::{Bitmap, Datum, FastHashMap, FastHashSet, Op, Row, StreamChunk};
+use crate::common::{identical, Bitmap, Datum, FastHashMap, FastHashSet, Op, Row, StreamChunk};
 use crate::expr::over::{compute_partition, WindowCall, WindowFuncKind};
 use crate::storage::StateTable;
 use crate::stream::message::Barrier;
@@ -116,7 +116,7 @@ impl OverWindowExecutor {
     fn sort_key(&self, row: &Row, pk: &[Datum]) -> Vec<u8> {
         let mut k = Vec::with_capacity(32);
         encode_sort_key(&mut k, &self.order_by, row);
-        encode_row(&mut k, pk);
+        encode_key_row(&mut k, pk);
         k
     }
 
@@ -266,7 +266,7 @@ impl Executor for OverWindowExecutor {
             for (pk, old) in &p.emitted {
                 match new.get(pk) {
                     None => b.push(Op::Delete, old.clone(), out),
-                    Some(row) if row != old => {
+                    Some(row) if !identical(row, old) => {
                         b.push(Op::UpdateDelete, old.clone(), out);
                         b.push(Op::UpdateInsert, row.clone(), out);
                     }

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::encode_row;
+use crate::common::encoding::encode_key_row;
 use crate::common::order::{encode_sort_key, OrderKey};
 use crate::common::{Datum, Op, Row, StreamChunk};
 use crate::storage::StateTable;
@@ -59,7 +59,7 @@ impl TopNExecutor {
         let mut k = Vec::with_capacity(32);
         encode_sort_key(&mut k, &self.order, row);
         let pk: Row = self.pk.iter().map(|&i| row[i].clone()).collect();
-        encode_row(&mut k, &pk);
+        encode_key_row(&mut k, &pk);
         k
     }
 
