@@ -212,7 +212,11 @@ impl SeedRun {
             );
         }
         loop {
-            let stmt = match self.rng.gen_range(0..14) {
+            let stmt = match self.rng.gen_range(0..15) {
+                14 => {
+                    let n = self.rng.gen_range(1..5);
+                    Some(self.gen.insert_t6(n))
+                }
                 12 => {
                     let n = self.rng.gen_range(1..15);
                     Some(self.gen.insert_t4(n))

@@ -115,6 +115,9 @@ pub struct BarrierCommand {
 pub struct ResetInfo {
     pub actors: Vec<ActorId>,
     pub sources: Vec<(WorkerId, ActorId)>,
+    /// Writes of meta's own to commit with the reset barrier's epoch,
+    /// before any actor runs (a state key migration).
+    pub writes: Vec<crate::storage::KeyedWrite>,
 }
 
 pub struct BarrierManager {
@@ -201,6 +204,13 @@ impl BarrierManager {
             // one: what actors write before it must not share an epoch
             // with committed files, or reads could not order the two.
             self.epoch = self.epoch.max(self.committer.committed_epoch() + 1);
+            // Meta's writes belong to the epoch this barrier closes.
+            if !reset.writes.is_empty() {
+                if let Err(e) = self.store.ingest(self.epoch, reset.writes) {
+                    let _ = c.done.send(Err(format!("state migration failed: {e}")));
+                    return;
+                }
+            }
             self.failed = false;
             self.clear_on_inject = true;
             let r = self.one_barrier(c.spec).await;

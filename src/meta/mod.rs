@@ -14,6 +14,7 @@ mod ddl;
 mod dml;
 pub mod fragment;
 pub mod graph;
+pub mod key_format;
 pub mod pg_catalog;
 mod recovery;
 pub mod reschedule;

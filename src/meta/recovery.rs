@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::barrier::{BarrierCommand, BarrierSpec, ResetInfo};
 use super::fragment::actor_desc;
+use super::key_format;
 use super::service::Meta;
 use super::{MetaError, MetaResult};
 use crate::stream::compute_node::WorkerId;
@@ -104,6 +105,9 @@ impl Meta {
         self.registry.clear();
         self.store.abort_uncommitted();
         self.committer.resync().await?;
+        if self.state.lock().legacy_keys {
+            self.migrate_state_keys().await?;
+        }
         // Fail-over: actors of nodes that are down move to the surviving
         // units before everything is rebuilt.
         if let Some(summary) = self.fail_over() {
@@ -150,7 +154,11 @@ impl Meta {
                     meta_snapshot: Some(self.state.lock().snapshot()),
                     ..Default::default()
                 },
-                reset: Some(ResetInfo { actors, sources }),
+                reset: Some(ResetInfo {
+                    actors,
+                    sources,
+                    writes: Vec::new(),
+                }),
                 done,
             })
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
@@ -168,5 +176,78 @@ impl Meta {
             self.persist_catalog_soon();
         }
         Ok(())
+    }
+
+    /// Re-key the committed state of an earlier version (see
+    /// [`super::key_format`]) in one epoch, committed with the catalog
+    /// that records the new format, before any actor is built.
+    async fn migrate_state_keys(&self) -> MetaResult<()> {
+        let (tables, names) = {
+            let st = self.state.lock();
+            let names: HashMap<_, _> = st
+                .relations
+                .iter()
+                .map(|(id, r)| (*id, r.desc.name.clone()))
+                .collect();
+            (key_format::tables_to_migrate(&st.fragments), names)
+        };
+        let snapshot = self.store.snapshot();
+        let (mut deletes, mut puts) = (Vec::new(), std::collections::BTreeMap::new());
+        let mut moved = 0;
+        for t in &tables {
+            let found = key_format::rekey_table(&*snapshot, t, &mut deletes, &mut puts).await?;
+            moved += found.moved;
+            if found.collisions > 0 {
+                let job = names.get(&t.job).map_or("?", String::as_str);
+                tracing::warn!(
+                    job,
+                    table_id = t.table_id,
+                    rows = found.collisions,
+                    "state held rows for equal keys written differently (numerics of another \
+                     scale, intervals): the job's results were wrong before this version and \
+                     one row of each key was kept; recreate it to recompute them"
+                );
+            }
+        }
+        drop(snapshot);
+        let catalog = {
+            let mut st = self.state.lock();
+            st.legacy_keys = false;
+            st.snapshot()
+        };
+        let (done, rx) = oneshot::channel();
+        let sent = self.barrier_tx.send(BarrierCommand {
+            spec: BarrierSpec {
+                meta_snapshot: Some(catalog),
+                ..Default::default()
+            },
+            reset: Some(ResetInfo {
+                actors: Vec::new(),
+                sources: Vec::new(),
+                writes: key_format::into_writes(deletes, puts),
+            }),
+            done,
+        });
+        let result = match sent {
+            Ok(()) => rx
+                .await
+                .map_err(|_| MetaError::internal("barrier manager is gone"))
+                .and_then(|r| r.map_err(MetaError::internal)),
+            Err(_) => Err(MetaError::internal("barrier manager is gone")),
+        };
+        match result {
+            Ok(_) => {
+                tracing::info!(
+                    tables = tables.len(),
+                    rows = moved,
+                    "state keys re-encoded in the canonical format"
+                );
+                Ok(())
+            }
+            Err(e) => {
+                self.state.lock().legacy_keys = true;
+                Err(e)
+            }
+        }
     }
 }

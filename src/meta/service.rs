@@ -113,6 +113,10 @@ pub struct MetaState {
     pub scale_history: Vec<ScaleRecord>,
     pub params: SystemParams,
     pub users: BTreeMap<String, super::users::UserEntry>,
+    /// The committed state's keys are in the format before canonical keys
+    /// (a catalog of an earlier version): the next recovery migrates
+    /// them (see `key_format`).
+    pub(super) legacy_keys: bool,
 }
 
 /// One scale or reschedule operation, as `rw_scale_history` shows it.
@@ -221,6 +225,10 @@ pub(super) struct PersistedMeta {
     #[serde(default)]
     params: SystemParams,
     users: Option<BTreeMap<String, super::users::UserEntry>>,
+    /// [`super::key_format::KEY_FORMAT`] of the state; 0 in catalogs of
+    /// versions before it.
+    #[serde(default)]
+    key_format: u32,
 }
 
 impl MetaState {
@@ -239,6 +247,11 @@ impl MetaState {
             next_unit_id: self.next_unit_id,
             params: self.params.clone(),
             users: Some(self.users.clone()),
+            key_format: if self.legacy_keys {
+                0
+            } else {
+                super::key_format::KEY_FORMAT
+            },
         };
         bytes::Bytes::from(serde_json::to_vec(&p).unwrap_or_default())
     }
@@ -253,6 +266,7 @@ impl MetaState {
         self.scale_history = p.scale_history;
         self.params = p.params;
         self.users = p.users.unwrap_or_default();
+        self.legacy_keys = p.key_format < super::key_format::KEY_FORMAT;
         self.next_worker_id = self.next_worker_id.max(p.next_worker_id);
         self.next_unit_id = self.next_unit_id.max(p.next_unit_id);
         crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(

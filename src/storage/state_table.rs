@@ -15,7 +15,8 @@ use bytes::Bytes;
 
 use super::{prefix_end, vnode_prefix, ReadSnapshot, StateStore, StorageResult};
 use crate::common::encoding::{
-    decode_row, decode_row_tagged, encode_key_ordered, encode_row, encode_row_tagged, vnode_of,
+    decode_row, decode_row_tagged, encode_key_ordered, encode_row_tagged, encode_value_row,
+    vnode_of,
 };
 use crate::common::{Bitmap, DataType, Datum, Row, VirtualNode};
 use crate::meta::catalog::TableId;
@@ -196,7 +197,7 @@ impl StateTable {
     fn encode_value(&self, value: &[Datum]) -> Vec<u8> {
         let mut v = Vec::with_capacity(32);
         match &self.codec {
-            ValueCodec::Schema(_) => encode_row(&mut v, value),
+            ValueCodec::Schema(_) => encode_value_row(&mut v, value),
             ValueCodec::Tagged => encode_row_tagged(&mut v, value),
         }
         v

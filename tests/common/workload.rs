@@ -1,8 +1,14 @@
 //! The random workload of the differential, scale, chaos, crash and
-//! cluster tests: five tables (two with a primary key, one without, an
+//! cluster tests: six tables (two with a primary key, one without, an
 //! append-only one with a watermark, one with `ON CONFLICT DO UPDATE IF NOT
-//! NULL`), a fixed set of MVs over them, a generator of random DML, and
-//! [`pg_sql`], PostgreSQL's text of a statement where ebbflow's differs.
+//! NULL`, one keyed by a numeric), a fixed set of MVs over them, a
+//! generator of random DML, and [`pg_sql`], PostgreSQL's text of a
+//! statement where ebbflow's differs.
+//!
+//! Numeric key columns (`t2.m`, `t3.m`, `t6.m`) take few values, each
+//! written in several ways (`1`, `1.0`, `1.00`; `0`, `-0.00`), and MVs
+//! group, join, deduplicate and key on them and on their products and
+//! quotients: equal values written differently are one key (issue 34).
 
 use std::collections::BTreeSet;
 
@@ -15,10 +21,11 @@ use super::rows::run;
 
 pub const TABLES: &[&str] = &[
     "CREATE TABLE t1 (id int PRIMARY KEY, k int, v bigint, s varchar, n numeric, b boolean)",
-    "CREATE TABLE t2 (k int, w int, name varchar)",
-    "CREATE TABLE t3 (id int PRIMARY KEY, k int, x int)",
+    "CREATE TABLE t2 (k int, w int, name varchar, m numeric)",
+    "CREATE TABLE t3 (id int PRIMARY KEY, k int, x int, m numeric)",
     T4,
     T5,
+    "CREATE TABLE t6 (m numeric PRIMARY KEY, v int, w int)",
 ];
 
 /// Append-only with a watermark: only inserted, with `ts` never falling
@@ -48,6 +55,11 @@ const PG_TABLES: &[(&str, &str)] = &[
 const T5_PG_UPSERT: &str = "ON CONFLICT (id) DO UPDATE SET v = COALESCE(excluded.v, t5.v), \
                             w = COALESCE(excluded.w, t5.w)";
 
+/// An insert into `t6` on an existing key overwrites the row (ebbflow's
+/// default for a table with a primary key); PostgreSQL keeps the key as
+/// first written, equal to the new one.
+const T6_PG_UPSERT: &str = "ON CONFLICT (m) DO UPDATE SET v = excluded.v, w = excluded.w";
+
 /// PostgreSQL's text of a workload statement (table DDL or DML) that
 /// ebbflow runs as `sql`.
 pub fn pg_sql(sql: &str) -> String {
@@ -56,6 +68,9 @@ pub fn pg_sql(sql: &str) -> String {
     }
     if sql.starts_with("INSERT INTO t5 ") {
         return format!("{sql} {T5_PG_UPSERT}");
+    }
+    if sql.starts_with("INSERT INTO t6 ") {
+        return format!("{sql} {T6_PG_UPSERT}");
     }
     sql.to_string()
 }
@@ -255,6 +270,35 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT t5.id, t5.w, t1.s FROM t5 JOIN t1 ON t5.id = t1.id WHERE t5.v IS NOT NULL",
     ),
     (
+        "mv_num_group",
+        "SELECT m, count(*) AS c, sum(w) AS sw, max(name) AS mn FROM t2 GROUP BY m",
+    ),
+    (
+        "mv_num_join",
+        "SELECT t2.m, t2.w, t3.id, t3.m AS m3 FROM t2 JOIN t3 ON t2.m = t3.m * 1.0 AND t2.k = t3.k % 6 \
+         WHERE t3.x < 25",
+    ),
+    (
+        "mv_num_distinct",
+        "SELECT DISTINCT m * (w % 3) AS p, m / 2 AS h FROM t2",
+    ),
+    (
+        "mv_num_distinct_on",
+        "SELECT DISTINCT ON (m) m, w, name FROM t2 ORDER BY m, w DESC NULLS LAST, name NULLS LAST",
+    ),
+    (
+        "mv_num_union",
+        "SELECT m FROM t2 UNION SELECT m * 1.00 FROM t3",
+    ),
+    (
+        "mv_num_pk",
+        "SELECT t6.m, t6.v, t6.w, t3.id FROM t6 LEFT JOIN t3 ON t3.m = t6.m AND t3.x < 10",
+    ),
+    (
+        "mv_num_pk_agg",
+        "SELECT m * 2 / 4 AS h, count(*) AS c, sum(v) AS sv FROM t6 GROUP BY m * 2 / 4",
+    ),
+    (
         "mv_having_subquery",
         "SELECT k, count(*) AS n, sum(v) AS s FROM t1 GROUP BY k \
          HAVING count(*) >= (SELECT count(*) / (count(DISTINCT k) + 1) FROM t1)",
@@ -306,6 +350,15 @@ pub struct Gen {
     t4_clock: i64,
 }
 
+/// The values of the numeric key columns, each in the ways it is written.
+pub const NUMERIC_KEYS: &[&[&str]] = &[
+    &["0", "0.0", "-0.00", "0.000"],
+    &["1", "1.0", "1.00"],
+    &["-1", "-1.0", "-1.000"],
+    &["2.5", "2.50", "2.500"],
+    &["10", "10.0", "1e1"],
+];
+
 pub const WORDS: &[&str] = &[
     "apple", "Berry", "cherry", "date", "Elder", "fig", "", "grape",
 ];
@@ -337,6 +390,7 @@ impl Gen {
         out.extend(self.insert_t3(30));
         out.push(self.insert_t4(12));
         out.push(self.insert_t5(12));
+        out.push(self.insert_t6(4));
         out
     }
 
@@ -372,6 +426,16 @@ impl Gen {
         let scale = self.rng.gen_range(0..4);
         let d = Decimal::new(cents, 2).round_dp(scale);
         d.to_string()
+    }
+
+    /// A numeric key: one of few values, each written in several ways
+    /// (`1`, `1.0`, `1.00`; `0`, `-0.00`), or NULL.
+    pub fn numeric_key(&mut self) -> String {
+        if self.null(0.08) {
+            return "NULL".into();
+        }
+        let forms = NUMERIC_KEYS[self.rng.gen_range(0..NUMERIC_KEYS.len())];
+        forms[self.rng.gen_range(0..forms.len())].into()
     }
 
     pub fn bool(&mut self) -> String {
@@ -427,8 +491,13 @@ impl Gen {
     pub fn insert_t2(&mut self, n: usize) -> String {
         let rows: Vec<String> = (0..n)
             .map(|_| {
-                let (k, w, name) = (self.k(), self.int_or_null(0, 50, 0.1), self.word());
-                format!("({k}, {w}, {name})")
+                let (k, w, name, m) = (
+                    self.k(),
+                    self.int_or_null(0, 50, 0.1),
+                    self.word(),
+                    self.numeric_key(),
+                );
+                format!("({k}, {w}, {name}, {m})")
             })
             .collect();
         format!("INSERT INTO t2 VALUES {}", rows.join(", "))
@@ -439,8 +508,12 @@ impl Gen {
         for _ in 0..n {
             let Some(id) = self.fresh_id(3) else { break };
             self.t3_ids.insert(id);
-            let (k, x) = (self.int_or_null(0, 250, 0.1), self.int_or_null(0, 50, 0.1));
-            rows.push(format!("({id}, {k}, {x})"));
+            let (k, x, m) = (
+                self.int_or_null(0, 250, 0.1),
+                self.int_or_null(0, 50, 0.1),
+                self.numeric_key(),
+            );
+            rows.push(format!("({id}, {k}, {x}, {m})"));
         }
         (!rows.is_empty()).then(|| format!("INSERT INTO t3 VALUES {}", rows.join(", ")))
     }
@@ -479,6 +552,26 @@ impl Gen {
         format!("INSERT INTO t5 VALUES {}", rows.join(", "))
     }
 
+    /// Rows of t6 with keys distinct in value (PostgreSQL refuses one
+    /// statement touching a key twice), each written in a random way, some
+    /// of them already there.
+    pub fn insert_t6(&mut self, n: usize) -> String {
+        let mut taken = BTreeSet::new();
+        let rows: Vec<String> = (0..n)
+            .filter_map(|_| {
+                let which = self.rng.gen_range(0..NUMERIC_KEYS.len());
+                let forms = NUMERIC_KEYS[which];
+                let m = forms[self.rng.gen_range(0..forms.len())];
+                let (v, w) = (
+                    self.int_or_null(-100, 100, 0.1),
+                    self.int_or_null(0, 50, 0.1),
+                );
+                taken.insert(which).then(|| format!("({m}, {v}, {w})"))
+            })
+            .collect();
+        format!("INSERT INTO t6 VALUES {}", rows.join(", "))
+    }
+
     /// A predicate selecting a small random subset of a table's rows.
     pub fn pred(&mut self, table: &str) -> String {
         match (table, self.rng.gen_range(0..4)) {
@@ -491,12 +584,30 @@ impl Gen {
             ("t1", 2) => format!("s = '{}' AND b", WORDS[self.rng.gen_range(0..WORDS.len())]),
             ("t5", 0) => format!("v > {}", self.rng.gen_range(60..100)),
             ("t5", 1) => "v IS NULL OR w IS NULL".into(),
+            ("t6", 0) => format!("v > {}", self.rng.gen_range(0..100)),
+            ("t6", 1) => format!("m = {}", self.numeric_key()),
+            ("t6", _) => "w IS NULL OR w % 3 = 0".into(),
             (_, _) => format!("id % 9 = {}", self.rng.gen_range(0..9)),
         }
     }
 
     pub fn update(&mut self) -> String {
-        match self.rng.gen_range(0..8) {
+        match self.rng.gen_range(0..11) {
+            8 => {
+                // Only the way the key is written changes.
+                let p = self.pred("t6");
+                let f =
+                    ["m * 1.0", "m / 1.00", "m * 10 / 10", "m + 0.000"][self.rng.gen_range(0..4)];
+                format!("UPDATE t6 SET m = {f}, v = v + 1 WHERE {p}")
+            }
+            9 => {
+                let (m, p) = (self.numeric_key(), self.pred("t2"));
+                format!("UPDATE t2 SET m = {m} WHERE {p}")
+            }
+            10 => {
+                let (m, p) = (self.numeric_key(), self.pred("t3"));
+                format!("UPDATE t3 SET m = {m}, x = x + 1 WHERE {p}")
+            }
             6 => {
                 let p = self.pred("t5");
                 format!(
@@ -543,7 +654,7 @@ impl Gen {
     }
 
     pub fn delete(&mut self) -> String {
-        let table = ["t1", "t2", "t3", "t5"][self.rng.gen_range(0..4)];
+        let table = ["t1", "t2", "t3", "t5", "t6"][self.rng.gen_range(0..5)];
         let p = self.pred(table);
         format!("DELETE FROM {table} WHERE {p}")
     }
@@ -568,7 +679,11 @@ impl Gen {
 
     /// One random DML statement, `None` if t1 or t3 has no free key.
     fn maybe_statement(&mut self) -> Option<String> {
-        match self.rng.gen_range(0..12) {
+        match self.rng.gen_range(0..13) {
+            12 => {
+                let n = self.rng.gen_range(1..5);
+                Some(self.insert_t6(n))
+            }
             10 => {
                 let n = self.rng.gen_range(1..15);
                 Some(self.insert_t4(n))

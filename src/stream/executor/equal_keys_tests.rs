@@ -15,8 +15,8 @@ use rust_decimal::Decimal;
 
 use super::hash_agg::groups::Groups;
 use crate::common::encoding::{
-    canonical, decode_row, encode_datum_exact_ref, encode_datum_ordered,
-    encode_key_row, is_canonical, vnodes_of_column_rows,
+    canonical, decode_row, encode_datum_exact_ref, encode_datum_ordered, encode_key_row,
+    is_canonical, vnodes_of_column_rows,
 };
 use crate::common::order::{encode_sort_key, OrderKey};
 use crate::common::{
@@ -79,7 +79,9 @@ fn random_value(rng: &mut StdRng, ty: DataType) -> ScalarValue {
             2 => Numeric::NegInf,
             _ => Numeric::Finite(random_decimal(rng)),
         }),
-        DataType::Varchar => ScalarValue::varchar(["", "a", "ab", "abcdefghij"][rng.gen_range(0..4)]),
+        DataType::Varchar => {
+            ScalarValue::varchar(["", "a", "ab", "abcdefghij"][rng.gen_range(0..4)])
+        }
         DataType::Boolean => ScalarValue::Boolean(rng.gen()),
         DataType::Date => ScalarValue::Date(
             chrono::NaiveDate::from_ymd_opt(2024, 1, rng.gen_range(1..4)).expect("valid date"),
@@ -125,7 +127,7 @@ fn rewrite(rng: &mut StdRng, v: &ScalarValue) -> ScalarValue {
             // Move whole months into days and whole days into micros.
             let mut j = *i;
             if rng.gen_bool(0.5) {
-                if let Some(days) = (j.months as i64 * 30 + j.days as i64).try_into().ok() {
+                if let Ok(days) = (j.months as i64 * 30 + j.days as i64).try_into() {
                     j = Interval::new(0, days, j.micros);
                 }
             }
@@ -196,11 +198,19 @@ fn equal_values_are_one_key_everywhere() {
             if !identical(&[Some(a.clone())], &[Some(b.clone())]) {
                 rewritten += 1;
             }
-            let (ra, rb, rc) = (vec![Some(a.clone())], vec![Some(b.clone())], vec![Some(c.clone())]);
+            let (ra, rb, rc) = (
+                vec![Some(a.clone())],
+                vec![Some(b.clone())],
+                vec![Some(c.clone())],
+            );
 
             // The key encoding, both directions: equal iff the values are.
             assert_eq!(key_bytes(&ra), key_bytes(&rb), "{ty}: {a:?} / {b:?}");
-            assert_eq!(key_bytes(&ra) == key_bytes(&rc), a == c, "{ty}: {a:?} / {c:?}");
+            assert_eq!(
+                key_bytes(&ra) == key_bytes(&rc),
+                a == c,
+                "{ty}: {a:?} / {c:?}"
+            );
             for desc in [false, true] {
                 let enc = |d: &Datum| {
                     let mut buf = Vec::new();
@@ -229,14 +239,17 @@ fn equal_values_are_one_key_everywhere() {
             );
 
             // The vnode, by row and by column, in a key of two columns.
-            let rows = [vec![Some(a.clone()), Some(ScalarValue::Int32(1))], vec![
-                Some(b.clone()),
-                Some(ScalarValue::Int32(1)),
-            ]];
+            let rows = [
+                vec![Some(a.clone()), Some(ScalarValue::Int32(1))],
+                vec![Some(b.clone()), Some(ScalarValue::Int32(1))],
+            ];
             assert_eq!(vnode_of(&rows[0], &[0, 1]), vnode_of(&rows[1], &[0, 1]));
             let columns = [
                 column_of(ty, &[ra[0].clone(), rb[0].clone()]),
-                column_of(DataType::Int32, &[Some(ScalarValue::Int32(1)), Some(ScalarValue::Int32(1))]),
+                column_of(
+                    DataType::Int32,
+                    &[Some(ScalarValue::Int32(1)), Some(ScalarValue::Int32(1))],
+                ),
             ];
             let vnodes = vnodes_of_column_rows(&columns, &[0, 1], &[0, 1]);
             assert_eq!(vnodes[0], vnodes[1]);
@@ -291,7 +304,10 @@ fn equal_values_are_one_key_everywhere() {
             assert_eq!(acc.output().expect("output"), Some(ScalarValue::Int64(0)));
         }
     }
-    assert!(rewritten > 500, "only {rewritten} values were written another way");
+    assert!(
+        rewritten > 500,
+        "only {rewritten} values were written another way"
+    );
 }
 
 /// The canonical interval has the same total, and its parts one sign.

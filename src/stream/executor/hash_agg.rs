@@ -327,7 +327,10 @@ fn states_end(saved: &[Datum], calls: usize) -> StreamResult<usize> {
 /// [`encode_state`]).
 fn saved_key(saved: &[Datum], calls: usize) -> StreamResult<Option<Row>> {
     let end = states_end(saved, calls)?;
-    Ok(saved.get(end..).filter(|k| !k.is_empty()).map(<[Datum]>::to_vec))
+    Ok(saved
+        .get(end..)
+        .filter(|k| !k.is_empty())
+        .map(<[Datum]>::to_vec))
 }
 
 fn decode_state(saved: &[Datum], groups: &mut Groups, g: usize) -> StreamResult<()> {
