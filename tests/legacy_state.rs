@@ -49,6 +49,15 @@ async fn query(c: &tokio_postgres::Client, sql: &str) -> Vec<String> {
     text(&must(c, sql, LIMIT).await.unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// Whether the server's log says it re-encoded state keys.
+fn migrated(server: &EbbflowServer) -> bool {
+    server
+        .log
+        .since(0)
+        .iter()
+        .any(|l| l.contains("state keys re-encoded"))
+}
+
 /// What the MVs hold after the new rows (see [`add_rows`]).
 async fn check_after_new_rows(c: &tokio_postgres::Client, when: &str) {
     let checks: &[(&str, &[&str])] = &[
@@ -126,13 +135,8 @@ fn state_of_an_earlier_version_loads() {
 
     let mut server = EbbflowServer::start_in(&opts, dir.path())
         .unwrap_or_else(|e| panic!("ebbflow did not start over the old state: {e}"));
-    let migrated = server
-        .log
-        .since(0)
-        .iter()
-        .any(|l| l.contains("state keys re-encoded"));
     assert!(
-        migrated,
+        migrated(&server),
         "no migration in the log:\n{}",
         server.log.tail(30)
     );
@@ -170,12 +174,11 @@ fn state_of_an_earlier_version_loads() {
 
     let server = EbbflowServer::start_in(&opts, dir.path())
         .unwrap_or_else(|e| panic!("ebbflow did not restart: {e}"));
-    let again = server
-        .log
-        .since(0)
-        .iter()
-        .any(|l| l.contains("state keys re-encoded"));
-    assert!(!again, "the migration ran twice:\n{}", server.log.tail(30));
+    assert!(
+        !migrated(&server),
+        "the migration ran twice:\n{}",
+        server.log.tail(30)
+    );
     rt.block_on(async {
         let c = open(&server.conn_str()).await.expect("connect");
         check_after_new_rows(&c, "after a restart").await;

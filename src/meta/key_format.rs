@@ -33,7 +33,7 @@ use crate::meta::catalog::TableId;
 use crate::storage::{
     prefix_range, table_prefix, vnode_prefix, ReadSnapshot, StorageError, StorageResult,
 };
-use crate::stream::build::{NodeDesc, StateTableDesc};
+use crate::stream::build::NodeDesc;
 use crate::stream::message::FragmentId;
 
 /// The key format this version writes: 1 = canonical keys. A catalog
@@ -73,12 +73,21 @@ fn may_move(ty: DataType) -> bool {
 }
 
 /// The state tables of `fragments` whose keys or vnodes may differ in the
-/// old format.
+/// old format. (Tables kept under explicit vnodes, such as progress rows
+/// and watermarks, have keys of no such type.)
 pub(super) fn tables_to_migrate(fragments: &BTreeMap<FragmentId, Fragment>) -> Vec<TableKeys> {
     let mut out = Vec::new();
     for f in fragments.values() {
         for node in &f.nodes {
-            let mut add = |t: &StateTableDesc, vnode: VnodeRule, agg_state: bool| {
+            for t in node.state_table_descs() {
+                let vnode = match node {
+                    NodeDesc::Materialize { pk, dist_key, .. }
+                        if !dist_key.iter().all(|d| pk.contains(d)) =>
+                    {
+                        VnodeRule::Row(dist_key.clone(), t.value_types.clone().unwrap_or_default())
+                    }
+                    _ => VnodeRule::Pk(t.dist_in_pk.clone()),
+                };
                 let dist_moves = match &vnode {
                     VnodeRule::Pk(_) => false,
                     VnodeRule::Row(dist, types) => dist
@@ -92,45 +101,9 @@ pub(super) fn tables_to_migrate(fragments: &BTreeMap<FragmentId, Fragment>) -> V
                         pk_types: t.pk_types.clone(),
                         pk_desc: t.pk_desc.clone(),
                         vnode,
-                        agg_state,
+                        agg_state: matches!(node, NodeDesc::HashAgg { .. }),
                     });
                 }
-            };
-            match node {
-                NodeDesc::Materialize {
-                    table,
-                    pk,
-                    dist_key,
-                    ..
-                } if !dist_key.iter().all(|d| pk.contains(d)) => {
-                    let types = table.value_types.clone().unwrap_or_default();
-                    add(table, VnodeRule::Row(dist_key.clone(), types), false);
-                }
-                NodeDesc::HashAgg { table, .. } => {
-                    add(table, VnodeRule::Pk(table.dist_in_pk.clone()), true)
-                }
-                NodeDesc::Materialize { table, .. }
-                | NodeDesc::TopN { table, .. }
-                | NodeDesc::OverWindow { table, .. } => {
-                    add(table, VnodeRule::Pk(table.dist_in_pk.clone()), false)
-                }
-                NodeDesc::HashJoin {
-                    left_table,
-                    right_table,
-                    ..
-                }
-                | NodeDesc::DynamicFilter {
-                    left_table,
-                    right_table,
-                    ..
-                } => {
-                    for t in [left_table, right_table] {
-                        add(t, VnodeRule::Pk(t.dist_in_pk.clone()), false);
-                    }
-                }
-                // Their state sits under explicit vnodes with keys of no
-                // such type (progress rows, watermarks).
-                _ => {}
             }
         }
     }

@@ -185,12 +185,20 @@ impl NodeDesc {
 
     /// The state tables the executor owns.
     pub fn state_tables(&self) -> Vec<TableId> {
+        self.state_table_descs()
+            .iter()
+            .map(|t| t.table_id)
+            .collect()
+    }
+
+    /// The descriptions of the state tables the executor owns.
+    pub fn state_table_descs(&self) -> Vec<&StateTableDesc> {
         match self {
             NodeDesc::Materialize { table, .. }
             | NodeDesc::HashAgg { table, .. }
             | NodeDesc::TopN { table, .. }
             | NodeDesc::OverWindow { table, .. }
-            | NodeDesc::WatermarkFilter { table, .. } => vec![table.table_id],
+            | NodeDesc::WatermarkFilter { table, .. } => vec![table],
             NodeDesc::HashJoin {
                 left_table,
                 right_table,
@@ -200,10 +208,10 @@ impl NodeDesc {
                 left_table,
                 right_table,
                 ..
-            } => vec![left_table.table_id, right_table.table_id],
+            } => vec![left_table, right_table],
             NodeDesc::StreamScan {
                 backfill: Some(b), ..
-            } => vec![b.progress.table_id],
+            } => vec![&b.progress],
             _ => vec![],
         }
     }

@@ -30,7 +30,7 @@ use async_trait::async_trait;
 
 use self::groups::{Groups, DIRTY, STORED};
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::{is_canonical, vnode_of};
+use crate::common::encoding::{canonical, is_canonical, vnode_of};
 use crate::common::{identical, Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::AggCall;
 use crate::storage::StateTable;
@@ -179,9 +179,13 @@ impl HashAggExecutor {
     async fn add_group(&mut self, hash: u64, key: Row) -> StreamResult<usize> {
         let saved = self.table.get(&key).await?;
         // A stored group keeps the key it was shown with (`1.0`, though
-        // this row says `1.00`).
+        // this row says `1.00`): saved beside its state, or else the
+        // canonical one its state key holds.
         let key = match &saved {
-            Some(saved) => saved_key(saved, self.groups.states.len())?.unwrap_or(key),
+            Some(saved) => match saved_key(saved, self.groups.states.len())? {
+                Some(shown) => shown,
+                None => key.iter().map(|d| d.as_ref().map(canonical)).collect(),
+            },
             None => key,
         };
         let g = self.groups.insert(hash, key);
