@@ -64,11 +64,11 @@
 /// The batch engine for ad-hoc queries over committed state.
 pub mod batch;
 /// Values, types, columnar chunks (Arrow arrays), bitmaps and the byte
-/// encodings of rows.
-pub mod common;
+/// encodings of rows (the `ebbflow-common` crate).
+pub use ebbflow_common as common;
 /// Scalar expressions (evaluated by row or a column at a time) and aggregate
-/// functions, with PostgreSQL semantics.
-pub mod expr;
+/// functions, with PostgreSQL semantics (the `ebbflow-expr` crate).
+pub use ebbflow_expr as expr;
 /// Client sessions: statements from parse to result.
 pub mod frontend;
 /// State on object storage: epoch files, versions, block cache, compaction.

@@ -1,8 +1,8 @@
 //! Expected values were produced by PostgreSQL 15 (psql).
 
-use crate::common::text::format_datum;
-use crate::common::{DataType, ScalarValue};
-use crate::expr::{build_cast, build_func, Expr, Func};
+use crate::{build_cast, build_func, Expr, Func};
+use ebbflow_common::text::format_datum;
+use ebbflow_common::{DataType, ScalarValue};
 
 use DataType::*;
 
@@ -11,7 +11,7 @@ fn lit(ty: DataType, s: &str) -> Expr {
     if s == "NULL" {
         return Expr::literal(None, ty);
     }
-    let v = crate::common::text::parse_datum(ty, s).expect("test literal");
+    let v = ebbflow_common::text::parse_datum(ty, s).expect("test literal");
     Expr::literal(Some(v), ty)
 }
 
@@ -20,7 +20,7 @@ fn col(i: usize, ty: DataType) -> Expr {
     Expr::input_ref(i, ty)
 }
 
-fn show(r: crate::expr::ExprResult<crate::common::Datum>) -> String {
+fn show(r: crate::ExprResult<ebbflow_common::Datum>) -> String {
     match r {
         Ok(Some(v)) => format_datum(&v),
         Ok(None) => "NULL".into(),

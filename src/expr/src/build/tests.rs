@@ -1,5 +1,5 @@
 use super::*;
-use crate::expr::AggKind;
+use crate::AggKind;
 use DataType::*;
 
 fn col(i: usize, ty: DataType) -> Expr {
@@ -55,7 +55,7 @@ fn arithmetic_types_follow_postgres() {
 
 #[test]
 fn unknown_literals_take_the_other_type() {
-    let unknown = |s: &str| Expr::literal(Some(crate::common::ScalarValue::varchar(s)), Varchar);
+    let unknown = |s: &str| Expr::literal(Some(ebbflow_common::ScalarValue::varchar(s)), Varchar);
     let e = build_func(Func::Gt, vec![col(0, Date), unknown("2024-01-01")]).expect("date > '...'");
     match &e {
         Expr::Func { args, .. } => assert_eq!(args[1].return_type(), Date),

@@ -1,8 +1,8 @@
 //! Expected values were produced by PostgreSQL 15 (psql).
 
 use super::*;
-use crate::common::text::{format_datum, parse_datum};
-use crate::expr::agg_return_type;
+use crate::agg_return_type;
+use ebbflow_common::text::{format_datum, parse_datum};
 
 fn call(kind: AggKind, arg: Option<DataType>, distinct: bool) -> AggCall {
     AggCall {

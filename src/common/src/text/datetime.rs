@@ -3,7 +3,7 @@
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike};
 
 use super::{pg_trim, ParseError};
-use crate::common::DataType;
+use crate::DataType;
 
 /// `2024-01-02`, or `0044-03-15 BC` for years before 1 AD.
 pub fn format_date(d: &NaiveDate) -> String {

@@ -4,7 +4,7 @@
 
 use super::datetime::push_fraction;
 use super::{pg_trim, ParseError};
-use crate::common::{DataType, Interval};
+use crate::{DataType, Interval};
 
 /// `1 year 2 mons 3 days 04:05:06.5`, `-1 days +02:00:00`, `00:00:00`
 /// (PostgreSQL's `EncodeInterval` with `INTSTYLE_POSTGRES`).
@@ -54,7 +54,7 @@ pub fn format_interval(iv: &Interval) -> String {
     out
 }
 
-use crate::common::TimeUnit as Unit;
+use crate::TimeUnit as Unit;
 
 /// A unit an interval's text may name: not `quarter`, `epoch`, `dow`, ….
 fn interval_unit(w: &str) -> Option<Unit> {

@@ -5,7 +5,7 @@
 //! time)`, `time::date`.
 
 use super::{Expr, Func};
-use crate::common::{DataType, ScalarValue};
+use ebbflow_common::{DataType, ScalarValue};
 
 impl Expr {
     /// The input column this expression is non-decreasing in, when it is
@@ -56,8 +56,8 @@ impl Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::Interval;
-    use crate::expr::build_func;
+    use crate::build_func;
+    use ebbflow_common::Interval;
 
     fn ts(s: &str) -> ScalarValue {
         ScalarValue::Timestamp(

@@ -1,7 +1,7 @@
 //! Expected strings were produced by PostgreSQL 15 (psql).
 
 use super::*;
-use crate::common::{Interval, F64};
+use crate::{Interval, F64};
 
 fn fmt(ty: DataType, s: &str) -> String {
     match parse_datum(ty, s) {

@@ -1,6 +1,6 @@
 //! Array functions and operators: their type resolution and evaluation
 //! (one-dimensional arrays with lower bound 1, see
-//! [`ArrayValue`](crate::common::ArrayValue)).
+//! [`ArrayValue`](ebbflow_common::ArrayValue)).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -9,8 +9,8 @@ use super::build::{build_cast, common_type};
 use super::eval::compare;
 use super::func::Func;
 use super::{Expr, ExprError, ExprResult};
-use crate::common::text::format_datum;
-use crate::common::{ArrayValue, DataType, Datum, ElemType, ScalarValue};
+use ebbflow_common::text::format_datum;
+use ebbflow_common::{ArrayValue, DataType, Datum, ElemType, ScalarValue};
 
 fn internal(msg: impl Into<String>) -> ExprError {
     ExprError::new("XX000", msg)

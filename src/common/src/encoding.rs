@@ -561,7 +561,7 @@ mod tests {
     /// integer fast paths (with and without NULLs) and the general path.
     #[test]
     fn vnodes_of_columns_match_rows() {
-        use crate::common::column::ColumnBuilder;
+        use crate::column::ColumnBuilder;
         let n = 300usize;
         let build = |ty: DataType, f: &dyn Fn(usize) -> Datum| {
             let mut b = ColumnBuilder::new(Some(ty), n);
@@ -642,7 +642,7 @@ mod tests {
             "NaN",
         ]
         .iter()
-        .map(|s| crate::common::text::parse_numeric(s).unwrap())
+        .map(|s| crate::text::parse_numeric(s).unwrap())
         .collect();
         assert!(ds.windows(2).all(|w| w[0] < w[1]), "{ds:?}");
         let encs: Vec<_> = ds
@@ -709,7 +709,7 @@ mod tests {
         let mut buf = Vec::new();
         encode_value_row(&mut buf, &row);
         let back = decode_row(&buf, &types, &[]).unwrap();
-        assert!(crate::common::identical(&back, &row));
+        assert!(crate::identical(&back, &row));
         assert_eq!(scale(&back), 4);
     }
 }
@@ -779,7 +779,7 @@ const ALL_TYPES: [DataType; 11] = [
 const ARRAY_TAG_BASE: u8 = 0x40;
 
 /// The one-byte tag of a type in self-describing encodings.
-pub(crate) fn type_tag(ty: DataType) -> u8 {
+pub fn type_tag(ty: DataType) -> u8 {
     match ty {
         DataType::Array(e) => {
             ARRAY_TAG_BASE + ElemType::ALL.iter().position(|t| *t == e).unwrap_or(0) as u8
@@ -789,7 +789,7 @@ pub(crate) fn type_tag(ty: DataType) -> u8 {
 }
 
 /// The type of a [`type_tag`].
-pub(crate) fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
+pub fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
     if let Some(i) = tag.checked_sub(ARRAY_TAG_BASE) {
         return ElemType::ALL
             .get(i as usize)
@@ -805,7 +805,7 @@ pub(crate) fn tag_type(tag: u8) -> Result<DataType, DecodeError> {
 #[cfg(test)]
 mod tagged_tests {
     use super::*;
-    use crate::common::types::cmp_datum_nulls_last;
+    use crate::types::cmp_datum_nulls_last;
 
     /// Arrays order as PostgreSQL's `array_cmp` (a prefix first, NULL
     /// elements last), in values and in their key encoding alike, both

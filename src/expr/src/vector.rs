@@ -17,7 +17,7 @@ use super::cast::cast_value;
 use super::eval::{apply_strict, compare, is_strict};
 use super::func::Func;
 use super::{Expr, ExprError, ExprResult};
-use crate::common::{
+use ebbflow_common::{
     datum_ref, Column, ColumnBuilder, DataType, Datum, ScalarRef, ScalarValue, StreamChunk,
 };
 
@@ -256,7 +256,7 @@ fn logical(func: Func, args: &[Expr], chunk: &StreamChunk) -> Evaluated {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::build_func;
+    use crate::build_func;
 
     fn col(index: usize, ty: DataType) -> Expr {
         Expr::InputRef { index, ty }

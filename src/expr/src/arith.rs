@@ -15,7 +15,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::cast::{int_out_of_range, numeric_overflow};
 use super::{ExprError, ExprResult};
-use crate::common::{DataType, Interval, Numeric, ScalarValue, F64};
+use ebbflow_common::{DataType, Interval, Numeric, ScalarValue, F64};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ArithOp {

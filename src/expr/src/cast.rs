@@ -4,8 +4,8 @@
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::{ExprError, ExprResult};
-use crate::common::text::{format_datum, format_decimal, parse_datum, parse_decimal, ParseError};
-use crate::common::{DataType, Numeric, ScalarValue, F64};
+use ebbflow_common::text::{format_datum, format_decimal, parse_datum, parse_decimal, ParseError};
+use ebbflow_common::{DataType, Numeric, ScalarValue, F64};
 
 impl From<ParseError> for ExprError {
     fn from(e: ParseError) -> Self {

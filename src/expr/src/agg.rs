@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 use super::arith::{decimal_div, interval_div};
 use super::cast::{int_out_of_range, numeric_overflow};
 use super::{ExprError, ExprResult};
-use crate::common::{DataType, Datum, Interval, Numeric, Row, ScalarValue, F64};
+use ebbflow_common::{DataType, Datum, Interval, Numeric, Row, ScalarValue, F64};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum AggKind {

@@ -1,6 +1,10 @@
 //! Bound scalar expressions, their evaluation with PostgreSQL semantics, and
 //! aggregate functions with retraction.
 //!
+//! It owns what a value becomes under a function, a cast or an aggregate,
+//! and knows only `common`: not the binder that builds expressions, nor the
+//! batch engine and executors that evaluate them (`ci/layers`).
+//!
 //! CONTRACT shared by the binder, the batch engine and the stream executors:
 //! - [`Expr`] is fully typed: every function call's arguments already have
 //!   the types the function takes (the builder functions below insert the
@@ -8,7 +12,7 @@
 //! - Evaluation errors are [`ExprError`]s carrying a SQLSTATE (`22003`
 //!   overflow, `22012` division by zero, `22P02` bad text, ...).
 //! - Aggregates are [`Accumulator`]s that accept retractions and can save
-//!   and restore their state as a [`Row`](crate::common::Row).
+//!   and restore their state as a [`Row`](ebbflow_common::Row).
 
 pub mod agg;
 mod arith;
@@ -27,7 +31,7 @@ mod to_char;
 pub mod vector;
 pub mod window;
 
-use crate::common::{DataType, Datum};
+use ebbflow_common::{DataType, Datum};
 
 pub use agg::{create_accumulator, Accumulator, AggCall, AggKind, AggStates};
 pub use build::{agg_return_type, build_cast, build_func, common_type};

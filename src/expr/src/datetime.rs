@@ -9,8 +9,8 @@ use rust_decimal::Decimal;
 
 use super::{ExprError, ExprResult};
 
-use crate::common::Interval;
-use crate::common::TimeUnit as Unit;
+use ebbflow_common::Interval;
+use ebbflow_common::TimeUnit as Unit;
 
 /// A unit by any of PostgreSQL's spellings (case-insensitive).
 pub fn unit(name: &str) -> Option<Unit> {

@@ -16,7 +16,7 @@ use super::cast::{cast_value, int_out_of_range};
 use super::func::Func;
 use super::string::{self, TrimSide};
 use super::{Expr, ExprError, ExprResult};
-use crate::common::{DataType, Datum, Numeric, Row, ScalarValue, F64};
+use ebbflow_common::{DataType, Datum, Numeric, Row, ScalarValue, F64};
 
 impl Expr {
     /// Evaluate over one input row.
@@ -53,7 +53,7 @@ impl Expr {
     pub fn eval_predicate(&self, row: &Row) -> ExprResult<bool> {
         Ok(matches!(
             self.eval(row)?,
-            Some(crate::common::ScalarValue::Boolean(true))
+            Some(ebbflow_common::ScalarValue::Boolean(true))
         ))
     }
 }
@@ -196,7 +196,7 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
                 }
                 match v.as_str() {
                     Some(s) => out.push_str(s),
-                    None => out.push_str(&crate::common::text::format_datum(v)),
+                    None => out.push_str(&ebbflow_common::text::format_datum(v)),
                 }
             }
             return Ok(Some(ScalarValue::varchar(out)));

@@ -14,8 +14,8 @@ use super::{
 };
 use std::collections::HashMap;
 
-use crate::common::{Column, DataType, Datum, Op, Row, ScalarValue};
-use crate::expr::ExprResult;
+use crate::ExprResult;
+use ebbflow_common::{Column, DataType, Datum, Op, Row, ScalarValue};
 
 /// The states of one aggregate call for groups `0..n`.
 pub enum AggStates {

@@ -3,7 +3,7 @@
 //! retraction is exact.
 
 use super::{get_i64, Accumulator, AggKind, ExprError, ExprResult};
-use crate::common::{DataType, Datum, Row, ScalarValue};
+use ebbflow_common::{DataType, Datum, Row, ScalarValue};
 
 /// `bool_and(x)`/`bool_or(x)`: how many current inputs are true and how
 /// many false, so that a retraction is exact.

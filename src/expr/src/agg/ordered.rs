@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::{corrupt, load_multiset, multiset_update, save_multiset, Accumulator};
-use crate::common::encoding::{decode_datum_tagged, encode_datum_ordered, encode_datum_tagged};
-use crate::common::{DataType, Datum, ElemType, Row, ScalarValue};
-use crate::expr::ExprResult;
+use crate::ExprResult;
+use ebbflow_common::encoding::{decode_datum_tagged, encode_datum_ordered, encode_datum_tagged};
+use ebbflow_common::{DataType, Datum, ElemType, Row, ScalarValue};
 
 /// The single input of `string_agg(value, delimiter ORDER BY keys)`, from
 /// `[value, delimiter, directions, keys...]` (`directions`: one `a` or `d`
@@ -25,7 +25,7 @@ pub fn pack_string_agg_input(vals: &[Datum]) -> ExprResult<Datum> {
         match d {
             Some(Some(v)) => match v.as_str() {
                 Some(s) => Ok(Some(s.to_string())),
-                None => Ok(Some(crate::common::text::format_datum(v))),
+                None => Ok(Some(ebbflow_common::text::format_datum(v))),
             },
             _ => Ok(None),
         }

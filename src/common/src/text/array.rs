@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::{format_datum, parse_datum, ParseError};
-use crate::common::types::{ArrayValue, Datum, ElemType, ScalarValue};
+use crate::types::{ArrayValue, Datum, ElemType, ScalarValue};
 
 /// PostgreSQL's `array_isspace`.
 fn is_space(c: char) -> bool {

@@ -1,4 +1,10 @@
-//! Types shared by every layer: data types and values, chunks, encodings.
+//! Types shared by every layer: data types and values, chunks, bitmaps,
+//! and the byte encodings of rows (memcomparable keys that are equal for
+//! equal values, exact values, and the vnode hash).
+//!
+//! It owns the vocabulary and must know nothing of what uses it: no
+//! executor, plan, catalog or protocol type, and no workspace crate below
+//! it (`ci/layers`).
 
 pub mod bitmap;
 pub mod chunk;

@@ -9,7 +9,7 @@
 use super::cast::cast_value;
 use super::func::Func;
 use super::{Expr, ExprError, ExprResult};
-use crate::common::DataType;
+use ebbflow_common::DataType;
 
 /// Rank in PostgreSQL's implicit-cast chain of the numeric category
 /// (smallint → integer → bigint → numeric → real → double precision).

@@ -12,8 +12,8 @@ use std::cmp::Ordering;
 
 use super::agg::{create_accumulator, Accumulator, AggCall, AggKind};
 use super::ExprResult;
-use crate::common::order::{compare_rows, OrderKey};
-use crate::common::{DataType, Datum, Row, ScalarValue};
+use ebbflow_common::order::{compare_rows, OrderKey};
+use ebbflow_common::{DataType, Datum, Row, ScalarValue};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WindowFuncKind {

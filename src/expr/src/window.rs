@@ -7,7 +7,7 @@
 use chrono::{DateTime, NaiveDateTime};
 
 use super::{ExprError, ExprResult};
-use crate::common::Interval;
+use ebbflow_common::Interval;
 
 /// A window shape, in microseconds: every `slide` a window of `size`
 /// starts; windows start at `offset` modulo `slide`.
