@@ -27,7 +27,7 @@ use quick_cache::Weighter;
 use super::object::ObjectStorage;
 use super::sst::{Block, SstIndex};
 use super::version::table_of;
-use crate::meta::catalog::TableId;
+use crate::common::TableId;
 use crate::storage::{SstInfo, StorageError, StorageResult};
 
 /// A table read from files within this long has the blocks of its fresh

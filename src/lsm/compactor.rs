@@ -37,7 +37,7 @@ use super::sst::{
 };
 use super::store::{finish_meta, upload_new};
 use super::version::{table_of, Version};
-use crate::meta::catalog::TableId;
+use crate::common::TableId;
 use crate::storage::{SstInfo, StorageError, StorageResult};
 
 #[derive(Clone, Debug)]

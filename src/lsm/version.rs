@@ -21,7 +21,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::meta::catalog::TableId;
+use crate::common::TableId;
 use crate::storage::SstInfo;
 
 #[derive(Clone, Debug, Default)]

@@ -8,7 +8,7 @@ use crate::common::{DataType, Field};
 use crate::stream::executor::materialize::OnConflict;
 
 /// Id of a table, MV, system relation or internal state table.
-pub type TableId = u32;
+pub use crate::common::TableId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RelationKind {

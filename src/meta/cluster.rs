@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::stream::compute_node::{ComputeClient, WorkerId};
 
-pub type UnitId = u32;
+pub use crate::common::UnitId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WorkerState {

@@ -15,7 +15,7 @@ use super::{
     range_is_empty, EpochCommitter, KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore,
     StorageResult,
 };
-use crate::meta::catalog::TableId;
+use crate::common::TableId;
 
 type Map = BTreeMap<Bytes, Bytes>;
 

@@ -27,8 +27,8 @@ use bytes::Bytes;
 pub use memory::MemoryStateStore;
 pub use state_table::StateTable;
 
+use crate::common::TableId;
 use crate::common::VirtualNode;
-use crate::meta::catalog::TableId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {

@@ -18,8 +18,8 @@ use crate::common::encoding::{
     decode_row, decode_row_tagged, encode_key_ordered, encode_row_tagged, encode_value_row,
     vnode_of,
 };
+use crate::common::TableId;
 use crate::common::{Bitmap, DataType, Datum, Row, VirtualNode};
-use crate::meta::catalog::TableId;
 
 /// How stored rows are encoded.
 #[derive(Clone, Debug)]

@@ -27,11 +27,11 @@ use super::message::{ActorId, DispatcherDesc, FragmentId};
 use super::source::datagen::DatagenDesc;
 use super::source::{progress_types, SourceReader, SplitSourceDesc};
 use crate::common::order::{JoinKind, OrderKey};
+use crate::common::TableId;
 use crate::common::{Bitmap, DataType};
 use crate::expr::over::WindowCall;
 use crate::expr::window::TimeWindow;
 use crate::expr::{AggCall, Expr, Func};
-use crate::meta::catalog::TableId;
 use crate::storage::state_table::ValueCodec;
 use crate::storage::{StateStore, StateTable};
 

@@ -24,7 +24,7 @@ use super::exchange::ExchangeRegistry;
 use super::message::{ActorId, Barrier, Message};
 use crate::storage::{SstInfo, StateStore, StorageResult};
 
-pub type WorkerId = u32;
+pub use crate::common::WorkerId;
 
 /// How often a compute node's heartbeat task beats.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(100);

@@ -68,16 +68,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{Bitmap, ScalarValue, StreamChunk};
 
-pub type ActorId = u32;
-pub type FragmentId = u32;
-
-/// A barrier's epochs: data after the barrier is in `curr`; the barrier
-/// closes `prev`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Epoch {
-    pub curr: u64,
-    pub prev: u64,
-}
+pub use crate::common::{ActorId, Epoch, FragmentId};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Barrier {

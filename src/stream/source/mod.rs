@@ -14,10 +14,11 @@ pub mod nexmark;
 
 use tokio::time::{Duration, Instant};
 
+use crate::common::TableId;
 use crate::common::{
     Bitmap, DataType, Op, ScalarValue, StreamChunk, VirtualNode, CHUNK_SIZE, VNODE_COUNT,
 };
-use crate::meta::catalog::{TableId, WatermarkDesc};
+use crate::meta::catalog::WatermarkDesc;
 use crate::storage::{StateTable, StorageResult};
 use crate::stream::executor::watermark_filter::drop_late;
 use crate::stream::message::Watermark;
