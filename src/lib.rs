@@ -71,8 +71,9 @@ pub use ebbflow_common as common;
 pub use ebbflow_expr as expr;
 /// Client sessions: statements from parse to result.
 pub mod frontend;
-/// State on object storage: epoch files, versions, block cache, compaction.
-pub mod lsm;
+/// State on object storage: epoch files, versions, block cache, compaction
+/// (a module of the `ebbflow-storage` crate).
+pub use ebbflow_storage::lsm;
 /// Meta: catalog, cluster, placement, barrier manager.
 pub mod meta;
 /// Prometheus metrics and their `/metrics` endpoint.
@@ -86,7 +87,8 @@ pub mod planner;
 pub mod rpc;
 /// Parsing and binding of SQL.
 pub mod sql;
-/// The state store and per-actor state tables.
-pub mod storage;
+/// The state store and per-actor state tables (the `ebbflow-storage`
+/// crate).
+pub use ebbflow_storage as storage;
 /// The streaming runtime: actors, executors, exchange, compute nodes.
 pub mod stream;

@@ -15,6 +15,8 @@ mod dml;
 pub mod fragment;
 pub mod graph;
 pub mod key_format;
+#[cfg(test)]
+mod lsm_tests;
 pub mod pg_catalog;
 mod recovery;
 pub mod reschedule;

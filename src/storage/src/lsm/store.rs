@@ -25,9 +25,7 @@ use super::epoch::{EpochWrites, Run};
 use super::read::{self, MergeScan};
 use super::sst::{SstBuilder, SstMeta, SstOptions};
 use super::version::Version;
-use crate::storage::{
-    KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore, StorageError, StorageResult,
-};
+use crate::{KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore, StorageError, StorageResult};
 
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
@@ -131,7 +129,7 @@ impl LsmStateStore {
         if !gone.is_empty() {
             self.sst.forget(&gone);
         }
-        crate::metrics::store_cache_bytes(self.sst.cached_bytes());
+        ebbflow_metrics::store_cache_bytes(self.sst.cached_bytes());
     }
 
     pub fn version(&self) -> Arc<Version> {
@@ -139,7 +137,7 @@ impl LsmStateStore {
     }
 
     fn range_is_empty(range: &KeyRange) -> bool {
-        crate::storage::range_is_empty(range)
+        crate::range_is_empty(range)
     }
 
     /// Builds the files of `writes` (sorted) and uploads them.

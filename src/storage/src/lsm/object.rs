@@ -25,7 +25,7 @@ use object_store::{
     ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
 };
 
-use crate::storage::{StorageError, StorageResult};
+use crate::{StorageError, StorageResult};
 
 /// Folder of the state files under the store's root.
 const SST_DIR: &str = "sst";

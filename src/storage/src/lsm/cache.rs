@@ -27,8 +27,8 @@ use quick_cache::Weighter;
 use super::object::ObjectStorage;
 use super::sst::{Block, SstIndex};
 use super::version::table_of;
-use crate::common::TableId;
-use crate::storage::{SstInfo, StorageError, StorageResult};
+use crate::{SstInfo, StorageError, StorageResult};
+use ebbflow_common::TableId;
 
 /// A table read from files within this long has the blocks of its fresh
 /// files cached as they are uploaded.
@@ -233,7 +233,7 @@ impl SstStore {
     }
 
     /// The files that have an index or a block in the caches.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn cached_files(&self) -> std::collections::BTreeSet<u64> {
         let indexes = self.indexes.iter().map(|(id, _)| id);
         indexes
@@ -242,7 +242,7 @@ impl SstStore {
     }
 
     /// The tables of the cached blocks, by file.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn cached_block_tables(&self) -> std::collections::BTreeSet<(u64, TableId)> {
         self.blocks
             .iter()

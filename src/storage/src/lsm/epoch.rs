@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::storage::{last_per_key, KeyRange, KeyedWrite};
+use crate::{last_per_key, KeyRange, KeyedWrite};
 
 /// Offsets of one write in its run's buffer: the key is `key..value`, the
 /// value `value..end`.
@@ -79,7 +79,7 @@ impl Run {
             });
         }
         for r in &runs {
-            crate::metrics::store_write_bytes(r.bytes() as i64);
+            ebbflow_metrics::store_write_bytes(r.bytes() as i64);
         }
         runs
     }
@@ -159,7 +159,7 @@ impl Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        crate::metrics::store_write_bytes(-(self.bytes() as i64));
+        ebbflow_metrics::store_write_bytes(-(self.bytes() as i64));
     }
 }
 

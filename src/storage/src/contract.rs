@@ -6,9 +6,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use crate::storage::{
-    prefix_range, table_prefix, vnode_prefix, EpochCommitter, KeyedWrite, StateStore,
-};
+use crate::{prefix_range, table_prefix, vnode_prefix, EpochCommitter, KeyedWrite, StateStore};
 
 /// `table | vnode | pk` key.
 pub fn key(table: u32, vnode: u16, pk: &str) -> Bytes {
@@ -37,11 +35,7 @@ async fn get(s: &dyn StateStore, k: &Bytes, uncommitted: bool) -> Option<String>
 
 /// Values of a scan, as text (keys are checked by the caller's choice of
 /// distinct values).
-async fn scan(
-    s: &dyn StateStore,
-    range: crate::storage::KeyRange,
-    uncommitted: bool,
-) -> Vec<String> {
+async fn scan(s: &dyn StateStore, range: crate::KeyRange, uncommitted: bool) -> Vec<String> {
     let rows = s.scan(range, uncommitted).await.expect("scan");
     for w in rows.windows(2) {
         assert!(w[0].0 < w[1].0, "scan out of order or duplicated");
@@ -51,7 +45,7 @@ async fn scan(
         .collect()
 }
 
-fn table(t: u32) -> crate::storage::KeyRange {
+fn table(t: u32) -> crate::KeyRange {
     prefix_range(&table_prefix(t))
 }
 

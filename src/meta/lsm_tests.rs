@@ -13,9 +13,9 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::compactor::CompactionOptions;
-use super::sst::{Compression, SstOptions};
-use super::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
+use crate::lsm::compactor::CompactionOptions;
+use crate::lsm::sst::{Compression, SstOptions};
+use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
 use crate::meta::store::MetaStore;
 use crate::meta::versions::{VersionManager, VersionOptions};
 use crate::storage::{prefix_range, EpochCommitter, StateStore};

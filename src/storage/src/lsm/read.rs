@@ -15,7 +15,7 @@ use bytes::Bytes;
 use super::cache::SstStore;
 use super::sst::{Block, SstIndex};
 use super::version::Version;
-use crate::storage::{KeyRange, SstInfo, StorageResult};
+use crate::{KeyRange, SstInfo, StorageResult};
 
 /// Point read of `key` in the files of `version` (no in-memory layers).
 pub async fn get(sst: &SstStore, version: &Version, key: &[u8]) -> StorageResult<Option<Bytes>> {
@@ -169,7 +169,7 @@ impl MergeScan {
         limit: usize,
     ) -> StorageResult<Vec<(Bytes, Bytes)>> {
         let mut out = Vec::new();
-        if crate::storage::range_is_empty(range) || limit == 0 {
+        if crate::range_is_empty(range) || limit == 0 {
             return Ok(out);
         }
         for c in &mut self.cursors {

@@ -37,8 +37,8 @@ use super::sst::{
 };
 use super::store::{finish_meta, upload_new};
 use super::version::{table_of, Version};
-use crate::common::TableId;
-use crate::storage::{SstInfo, StorageError, StorageResult};
+use crate::{SstInfo, StorageError, StorageResult};
+use ebbflow_common::TableId;
 
 #[derive(Clone, Debug)]
 pub struct CompactionOptions {
@@ -309,14 +309,14 @@ struct CompactionBytes(i64);
 impl CompactionBytes {
     fn set(&mut self, bytes: usize) {
         let n = i64::try_from(bytes).unwrap_or(i64::MAX);
-        crate::metrics::store_compaction_bytes(n - self.0);
+        ebbflow_metrics::store_compaction_bytes(n - self.0);
         self.0 = n;
     }
 }
 
 impl Drop for CompactionBytes {
     fn drop(&mut self) {
-        crate::metrics::store_compaction_bytes(-self.0);
+        ebbflow_metrics::store_compaction_bytes(-self.0);
     }
 }
 

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{prefix_end, vnode_prefix, ReadSnapshot, StateStore, StorageResult};
-use crate::common::encoding::{
+use ebbflow_common::encoding::{
     decode_row, decode_row_tagged, encode_key_ordered, encode_row_tagged, encode_value_row,
     vnode_of,
 };
-use crate::common::TableId;
-use crate::common::{Bitmap, DataType, Datum, Row, VirtualNode};
+use ebbflow_common::TableId;
+use ebbflow_common::{Bitmap, DataType, Datum, Row, VirtualNode};
 
 /// How stored rows are encoded.
 #[derive(Clone, Debug)]
@@ -476,8 +476,8 @@ const SCAN_PAGE: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::ScalarValue;
-    use crate::storage::MemoryStateStore;
+    use crate::MemoryStateStore;
+    use ebbflow_common::ScalarValue;
 
     fn i(v: i64) -> Datum {
         Some(ScalarValue::Int64(v))

@@ -12,9 +12,19 @@
 //! actor may read its node's staged writes (`uncommitted = true`), and an
 //! actor that takes over vnodes first waits until the epoch that closed
 //! their previous owner's writes is committed.
+//!
+//! The crate owns keys, files and versions, and knows rows only as bytes
+//! and `common` values: not the catalog, the executors, meta or SQL
+//! (`ci/layers`). Meta keeps the versions in its meta store and commits
+//! epochs through [`EpochCommitter`].
 
-#[cfg(test)]
-pub(crate) mod contract;
+/// The [`StateStore`] contract as executable checks (for the tests of
+/// every store, here and in the crates above: feature `testing`).
+#[cfg(any(test, feature = "testing"))]
+pub mod contract;
+/// State on object storage: epoch files, versions, block cache,
+/// compaction.
+pub mod lsm;
 pub mod memory;
 pub mod state_table;
 
@@ -27,15 +37,15 @@ use bytes::Bytes;
 pub use memory::MemoryStateStore;
 pub use state_table::StateTable;
 
-use crate::common::TableId;
-use crate::common::VirtualNode;
+use ebbflow_common::TableId;
+use ebbflow_common::VirtualNode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     #[error("state store I/O error: {0}")]
     Io(String),
     #[error("{0}")]
-    Decode(#[from] crate::common::encoding::DecodeError),
+    Decode(#[from] ebbflow_common::encoding::DecodeError),
     #[error("injected state store fault")]
     InjectedFault,
     /// The process is stopping (its runtime cancelled the I/O): retrying

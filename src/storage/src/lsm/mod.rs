@@ -29,6 +29,3 @@ pub use cache::{CacheOptions, SstStore};
 pub use object::ObjectStorage;
 pub use store::{LsmStateStore, StoreOptions};
 pub use version::{Version, VersionDelta};
-
-#[cfg(test)]
-mod tests;

@@ -21,8 +21,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::common::TableId;
-use crate::storage::SstInfo;
+use crate::SstInfo;
+use ebbflow_common::TableId;
 
 #[derive(Clone, Debug, Default)]
 pub struct Version {
@@ -154,7 +154,7 @@ impl Version {
     /// Files overlapping `[start, end]` (bounds as in a key range), in
     /// precedence order: each L0 sub-level, then each level, as groups of
     /// disjoint files in key order.
-    pub fn sources_for_range(&self, range: &crate::storage::KeyRange) -> Vec<Vec<Arc<SstInfo>>> {
+    pub fn sources_for_range(&self, range: &crate::KeyRange) -> Vec<Vec<Arc<SstInfo>>> {
         let overlaps = |f: &SstInfo| overlaps(f, range);
         let mut out: Vec<Vec<Arc<SstInfo>>> = Vec::new();
         for sub in self.l0_sublevels() {
@@ -239,7 +239,7 @@ fn into_runs(files: Vec<Arc<SstInfo>>) -> Vec<Arc<SstInfo>> {
     out
 }
 
-pub fn overlaps(f: &SstInfo, range: &crate::storage::KeyRange) -> bool {
+pub fn overlaps(f: &SstInfo, range: &crate::KeyRange) -> bool {
     use std::ops::Bound::*;
     let first = f.first_key.as_ref();
     let last = f.last_key.as_ref();

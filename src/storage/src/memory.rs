@@ -15,7 +15,7 @@ use super::{
     range_is_empty, EpochCommitter, KeyRange, KeyedWrite, ReadSnapshot, SstInfo, StateStore,
     StorageResult,
 };
-use crate::common::TableId;
+use ebbflow_common::TableId;
 
 type Map = BTreeMap<Bytes, Bytes>;
 
