@@ -47,7 +47,7 @@
 //! no data: it changes which actor owns which vnodes. Meta computes a new
 //! vnode mapping with minimal movement, builds the new actors idle, and
 //! sends one barrier whose `Update` mutation switches dispatchers, merges
-//! and bitmaps at once (DESIGN §5).
+//! and bitmaps at once (docs/design.md §5).
 
 //!
 //! # A cluster of processes

@@ -1,4 +1,4 @@
-//! Online scaling: applying a reschedule plan with one barrier (DESIGN §5).
+//! Online scaling: applying a reschedule plan with one barrier (docs/design.md §5).
 //!
 //! A plan says, per fragment, which parallel units lose their actor and
 //! which gain one. Meta checks it, computes new vnode mappings with
@@ -308,7 +308,7 @@ impl Meta {
         Ok(plan)
     }
 
-    /// Check a plan against the cluster (DESIGN §5 step 1).
+    /// Check a plan against the cluster (docs/design.md §5 step 1).
     pub(super) fn check_plan(&self, plan: &BTreeMap<FragmentId, FragmentChange>) -> MetaResult<()> {
         let st = self.state.lock();
         for (fid, ch) in plan {
@@ -567,7 +567,7 @@ impl Meta {
         // when the compute nodes share one store, else committed. This
         // returns once the epoch is committed.
         // The pause runs from the first source or DML stopping to the last
-        // resuming (DESIGN §7): from here if DML to the job's tables now
+        // resuming (docs/design.md §7): from here if DML to the job's tables now
         // waits, else from the injection (until then the job runs on,
         // while the barrier waits for the one before it to be committed).
         let requested = Instant::now();

@@ -1,4 +1,4 @@
-//! The system catalog (`rw_catalog`, DESIGN §7): relations computed from
+//! The system catalog (`rw_catalog`, docs/design.md §7): relations computed from
 //! meta's state on every read.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Compute nodes joining, draining, leaving and failing (DESIGN §5, §6).
+//! Compute nodes joining, draining, leaving and failing (docs/design.md §5, §6).
 //!
 //! Each is a reschedule plan computed by meta from the cluster's state
 //! ([`MetaState::cluster_plan`]) and applied by the scale pipeline:

@@ -32,7 +32,7 @@
 //!   dispatchers towards them before forwarding it.
 //! * `Stop`: the listed actors forward the barrier and exit; upstream
 //!   actors drop their outputs towards them after forwarding it.
-//! * `Update`: the scale/reschedule change (DESIGN §5): new dispatcher
+//! * `Update`: the scale/reschedule change (docs/design.md §5): new dispatcher
 //!   outputs and vnode mappings, merge input changes, new bitmaps, actors to
 //!   drop and actors that start here.
 //! * `Pause` / `Resume`: sources stop / restart emitting data.

@@ -13,7 +13,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use super::column::{datum_ref, Column, DatumRef, ScalarRef};
 use super::types::{DataType, Datum, ElemType, Interval, Numeric, Row, ScalarValue, F64};
 
-/// Number of virtual nodes; see DESIGN §3.
+/// Number of virtual nodes; see docs/design.md §3.
 pub const VNODE_COUNT: usize = 256;
 
 /// A virtual node id, `0..VNODE_COUNT`.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 
-/// The SQL types of DESIGN §2.
+/// The SQL types of docs/design.md §2.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]

@@ -1,4 +1,4 @@
-//! A reschedule plan: its text form (`'3-[1,2]+[5]; 4+[6]'`, DESIGN §6)
+//! A reschedule plan: its text form (`'3-[1,2]+[5]; 4+[6]'`, docs/design.md §6)
 //! and the check that it moves no-shuffle groups together.
 
 use std::collections::{BTreeMap, HashMap};
@@ -31,7 +31,7 @@ pub(super) fn units_text(ch: &FragmentChange) -> String {
     }
 }
 
-/// Parse `'3-[1,2]+[5]; 4+[6]'` (DESIGN §6).
+/// Parse `'3-[1,2]+[5]; 4+[6]'` (docs/design.md §6).
 pub fn parse_plan(text: &str) -> MetaResult<BTreeMap<FragmentId, FragmentChange>> {
     let bad = |m: String| MetaError::new("42601", format!("invalid reschedule plan: {m}"));
     let mut plan = BTreeMap::new();

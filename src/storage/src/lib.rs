@@ -1,7 +1,7 @@
 //! The state store shared by all compute nodes, and the per-actor state
 //! tables built on it.
 //!
-//! Contract (DESIGN §3, §9): actors hand their writes of an epoch to their
+//! Contract (docs/design.md §3, §9): actors hand their writes of an epoch to their
 //! compute node's store with [`StateStore::ingest`] when the barrier
 //! closing that epoch passes them. Once every actor of the node has done
 //! so, [`StateStore::sync`] makes the node's writes of that epoch durable

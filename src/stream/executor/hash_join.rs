@@ -268,14 +268,9 @@ impl JoinSide {
     /// Take the vnodes of a new bitmap, dropping the cached keys of the
     /// vnodes no longer owned (all of them when `new` brings vnodes in).
     pub(super) fn update_vnodes(&mut self, new: &Bitmap) {
-        let subset = new.is_subset_of(self.table.vnodes());
-        self.table.update_vnodes(new.clone());
-        if subset {
-            let dist: Vec<usize> = (0..self.keys.len()).collect();
-            self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
+        if super::take_vnodes(&mut self.table, &mut self.cache, self.keys.len(), new) {
             self.complete = Bitmap::from_vnodes(self.complete.iter().filter(|v| new.contains(*v)));
         } else {
-            self.cache.clear();
             self.complete = Bitmap::empty();
         }
         self.cached_rows = self.cache.values().map(|r| r.rows.len() as i64).sum();

@@ -121,6 +121,30 @@ impl ChunkBuilder {
     }
 }
 
+/// A barrier brought a new vnode bitmap: `table` takes it, and `cache`,
+/// keyed by the `width` distribution-key values of its entries, keeps the
+/// entries of the vnodes the actor still owns if the new bitmap only
+/// drops vnodes, and none otherwise (a vnode brought in may hold state
+/// newer than a cached entry of it: say, a scale-out then a scale-in).
+/// Returns whether entries were kept. Every executor that caches state by
+/// its distribution key goes through here.
+pub(crate) fn take_vnodes<V, S>(
+    table: &mut crate::storage::StateTable,
+    cache: &mut std::collections::HashMap<Vec<crate::common::Datum>, V, S>,
+    width: usize,
+    new: &Bitmap,
+) -> bool {
+    let subset = width > 0 && new.is_subset_of(table.vnodes());
+    table.update_vnodes(new.clone());
+    if subset {
+        let dist: Vec<usize> = (0..width).collect();
+        cache.retain(|k, _| new.contains(crate::common::vnode_of(k, &dist)));
+    } else {
+        cache.clear();
+    }
+    subset
+}
+
 /// Helpers for executor unit tests: state tables on a fresh memory store,
 /// and a barrier closing an epoch.
 #[cfg(test)]

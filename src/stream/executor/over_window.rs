@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::{encode_key_row, vnode_of};
+use crate::common::encoding::encode_key_row;
 use crate::common::order::{encode_sort_key, OrderKey};
 use crate::common::{identical, Bitmap, Datum, FastHashMap, FastHashSet, Op, Row, StreamChunk};
 use crate::expr::over::{compute_partition, WindowCall, WindowFuncKind};
@@ -293,17 +293,10 @@ impl Executor for OverWindowExecutor {
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
-        let subset = new.is_subset_of(self.table.vnodes());
-        self.table.update_vnodes(new.clone());
-        if subset && !self.partition_by.is_empty() {
-            let dist: Vec<usize> = (0..self.partition_by.len()).collect();
-            self.partitions
-                .retain(|k, _| new.contains(vnode_of(k, &dist)));
-        } else {
-            self.partitions.clear();
-            if !matches!(self.known, Known::Unchecked) {
-                self.known = Known::Stored;
-            }
+        let width = self.partition_by.len();
+        let kept = super::take_vnodes(&mut self.table, &mut self.partitions, width, new);
+        if !kept && !matches!(self.known, Known::Unchecked) {
+            self.known = Known::Stored;
         }
     }
 }

@@ -25,7 +25,6 @@ use async_trait::async_trait;
 
 use super::hash_join::JoinSide;
 use super::{ChunkBuilder, Executor};
-use crate::common::encoding::vnode_of;
 use crate::common::{Bitmap, Datum, FastHashMap, Op, Row, ScalarValue, StreamChunk};
 use crate::expr::Expr;
 use crate::storage::StateTable;
@@ -104,16 +103,9 @@ impl DegreeSide {
     }
 
     fn update_vnodes(&mut self, new: &Bitmap) {
-        let subset = new.is_subset_of(self.table.vnodes());
-        self.table.update_vnodes(new.clone());
-        if subset {
-            let dist: Vec<usize> = (0..self.keys.len()).collect();
-            self.cache.retain(|k, _| new.contains(vnode_of(k, &dist)));
-        } else {
-            self.cache.clear();
-            if self.all_cached.is_some() {
-                self.all_cached = Some(false);
-            }
+        let kept = super::take_vnodes(&mut self.table, &mut self.cache, self.keys.len(), new);
+        if !kept && self.all_cached.is_some() {
+            self.all_cached = Some(false);
         }
     }
 }

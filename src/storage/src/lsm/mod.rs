@@ -1,5 +1,5 @@
 //! State on object storage: immutable sorted files per epoch, versions,
-//! a block cache, compaction and garbage collection (DESIGN §9).
+//! a block cache, compaction and garbage collection (docs/design.md §9).
 //!
 //! ```text
 //!  actors ──ingest──▶ LsmStateStore (one per compute process)
