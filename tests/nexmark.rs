@@ -340,7 +340,7 @@ enum Created {
 }
 
 async fn create_mv(cx: &Ctx, mv: &str, q: &Query) -> Result<Created, String> {
-    let sql = format!("CREATE MATERIALIZED VIEW {mv} AS {}", q.rw);
+    let sql = format!("CREATE MATERIALIZED VIEW {mv} AS {}", q.rw());
     match run_raw_within(&cx.eb, &sql, cx.knobs.stmt_timeout).await {
         Err(hang) => Err(format!("ebbflow `{sql}`: {hang}")),
         Ok(Ok(_)) => Ok(Created::Yes),
@@ -362,7 +362,7 @@ async fn compare(cx: &Ctx, mv: &str, q: &Query, when: &str) -> Result<usize, Str
     let actual = cx.eb(&format!("SELECT * FROM {mv}")).await?;
     let def = format!(
         "\n  ebbflow (RisingWave's text): {}\n  PostgreSQL: {}",
-        q.rw.trim(),
+        q.rw(),
         q.pg.trim()
     );
     let Some(tied) = TIED_TOP_N.iter().find(|t| t.name == q.name) else {
@@ -437,7 +437,7 @@ async fn phase_queries(cx: &Ctx) -> Result<Vec<&'static str>, String> {
             (Created::No { error }, Kind::Runs) => failures.push(format!(
                 "{}: ebbflow refuses the query: {error}\n  {}",
                 q.name,
-                q.rw.trim()
+                q.rw()
             )),
             (Created::No { error }, Kind::Refused(known)) => {
                 let same = if error.contains(known) {

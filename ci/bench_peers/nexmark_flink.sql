@@ -1,4 +1,4 @@
--- The Nexmark queries of nexmark_rw.sql in Flink SQL, for
+-- The Nexmark queries of sql/nexmark.sql in Flink SQL, for
 -- ci/bench_peers/flink_nexmark.py: the same query (columns, predicates,
 -- orders) as ebbflow runs, in the dialect of Flink's own Nexmark texts
 -- (github.com/nexmark/nexmark, nexmark-flink/src/main/resources/queries):
@@ -11,7 +11,7 @@
 -- filters on MOD(auction, 123), its q18 orders by time alone, its q14 has a
 -- UDF), RisingWave's query is kept so both systems do the same work.
 --
--- Same layout as nexmark_rw.sql: `--- NAME` starts a query. A query Flink
+-- Same layout as sql/nexmark.sql: `--- NAME` starts a query. A query Flink
 -- refuses is still tried; its error is the reason printed.
 
 --- q0

@@ -15,52 +15,75 @@
 //! holding `date_time`: `window_start` = `date_bin('2 s', date_time,
 //! epoch) - k * 2 s` for k in 0..=4.
 //!
-//! `ci/bench_peers/nexmark_rw.sql` holds the same RisingWave texts for the
-//! benchmark (`ci/bench-peers`): keep the two in step.
+//! RisingWave's texts are read from `sql/nexmark.sql`, the one copy the
+//! benchmark (`ci/bench-peers`) runs too; this file holds PostgreSQL's.
 
 /// A Nexmark query: RisingWave's text (the body of the MV) and its
 /// translation for PostgreSQL over tables `person`, `auction`, `bid`.
 pub(super) struct Query {
     pub(super) name: &'static str,
-    pub(super) rw: &'static str,
+    /// RisingWave's text when it is not the one of `sql/nexmark.sql`
+    /// (a rewrite only the test runs).
+    pub(super) rw: Option<&'static str>,
     pub(super) pg: &'static str,
+}
+
+/// The one copy of the RisingWave texts, which `ci/bench-peers` runs too.
+const NEXMARK_SQL: &str = include_str!("../../sql/nexmark.sql");
+
+impl Query {
+    /// RisingWave's text: from `sql/nexmark.sql` (the lines after `---
+    /// NAME: SOURCES` up to the next such line, comments left out) unless
+    /// the query gives its own.
+    pub(super) fn rw(&self) -> String {
+        if let Some(text) = self.rw {
+            return text.to_string();
+        }
+        let mut on = false;
+        let mut text = Vec::new();
+        for line in NEXMARK_SQL.lines() {
+            if let Some(head) = line.strip_prefix("--- ") {
+                on = head.split(':').next().map(str::trim) == Some(self.name);
+                continue;
+            }
+            if on && !line.starts_with("--") {
+                text.push(line);
+            }
+        }
+        let text = text.join("\n").trim().to_string();
+        assert!(!text.is_empty(), "{} is not in sql/nexmark.sql", self.name);
+        text
+    }
 }
 
 /// The queries ebbflow runs today; each must match PostgreSQL.
 pub(super) const QUERIES: &[Query] = &[
     Query {
+        rw: None,
         name: "q0",
-        rw: "SELECT auction, bidder, price, date_time FROM bid",
         pg: "SELECT auction, bidder, price, date_time FROM bid",
     },
     Query {
+        rw: None,
         name: "q1",
-        rw: "SELECT auction, bidder, 0.908 * price AS price, date_time FROM bid",
         pg: "SELECT auction, bidder, 0.908 * price AS price, date_time FROM bid",
     },
     Query {
+        rw: None,
         name: "q2",
-        rw: "SELECT auction, price FROM bid \
-             WHERE auction = 1007 OR auction = 1020 OR auction = 2001 OR auction = 2019 OR auction = 2087",
         pg: "SELECT auction, price FROM bid \
              WHERE auction = 1007 OR auction = 1020 OR auction = 2001 OR auction = 2019 OR auction = 2087",
     },
     Query {
+        rw: None,
         name: "q3",
-        rw: "SELECT P.name, P.city, P.state, A.id \
-             FROM auction AS A INNER JOIN person AS P on A.seller = P.id \
-             WHERE A.category = 10 and (P.state = 'or' OR P.state = 'id' OR P.state = 'ca')",
         pg: "SELECT P.name, P.city, P.state, A.id \
              FROM auction AS A INNER JOIN person AS P on A.seller = P.id \
              WHERE A.category = 10 and (P.state = 'or' OR P.state = 'id' OR P.state = 'ca')",
     },
     Query {
+        rw: None,
         name: "q4",
-        rw: "SELECT Q.category, AVG(Q.final) as avg \
-             FROM (SELECT MAX(B.price) AS final, A.category FROM auction A, bid B \
-                   WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires \
-                   GROUP BY A.id, A.category) Q \
-             GROUP BY Q.category",
         pg: "SELECT Q.category, AVG(Q.final) as avg \
              FROM (SELECT MAX(B.price) AS final, A.category FROM auction A, bid B \
                    WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires \
@@ -68,17 +91,8 @@ pub(super) const QUERIES: &[Query] = &[
              GROUP BY Q.category",
     },
     Query {
+        rw: None,
         name: "q5",
-        rw: "SELECT AuctionBids.auction, AuctionBids.num \
-             FROM (SELECT bid.auction, count(*) AS num, window_start AS starttime \
-                   FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) \
-                   GROUP BY window_start, bid.auction) AS AuctionBids \
-             JOIN (SELECT max(CountBids.num) AS maxn, CountBids.starttime_c \
-                   FROM (SELECT count(*) AS num, window_start AS starttime_c \
-                         FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) \
-                         GROUP BY bid.auction, window_start) AS CountBids \
-                   GROUP BY CountBids.starttime_c) AS MaxBids \
-             ON AuctionBids.starttime = MaxBids.starttime_c AND AuctionBids.num >= MaxBids.maxn",
         pg: "WITH hop AS (\
                SELECT bid.*, \
                       date_bin(INTERVAL '2 seconds', date_time, TIMESTAMP '1970-01-01') \
@@ -94,13 +108,8 @@ pub(super) const QUERIES: &[Query] = &[
              ON AuctionBids.starttime = MaxBids.starttime_c AND AuctionBids.num >= MaxBids.maxn",
     },
     Query {
+        rw: None,
         name: "q7",
-        rw: "SELECT B.auction, B.price, B.bidder, B.date_time \
-             FROM bid B \
-             JOIN (SELECT MAX(price) AS maxprice, window_end as date_time \
-                   FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) \
-                   GROUP BY window_end) B1 ON B.price = B1.maxprice \
-             WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time",
         pg: "SELECT B.auction, B.price, B.bidder, B.date_time \
              FROM bid B \
              JOIN (SELECT MAX(price) AS maxprice, window_end as date_time \
@@ -112,15 +121,8 @@ pub(super) const QUERIES: &[Query] = &[
              WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND B1.date_time",
     },
     Query {
+        rw: None,
         name: "q8",
-        rw: "SELECT P.id, P.name, P.starttime \
-             FROM (SELECT id, name, window_start AS starttime, window_end AS endtime \
-                   FROM TUMBLE(person, date_time, INTERVAL '10' SECOND) \
-                   GROUP BY id, name, window_start, window_end) P \
-             JOIN (SELECT seller, window_start AS starttime, window_end AS endtime \
-                   FROM TUMBLE(auction, date_time, INTERVAL '10' SECOND) \
-                   GROUP BY seller, window_start, window_end) A \
-             ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime",
         pg: "SELECT P.id, P.name, P.starttime \
              FROM (SELECT id, name, window_start AS starttime, window_end AS endtime \
                    FROM (SELECT *, \
@@ -139,14 +141,8 @@ pub(super) const QUERIES: &[Query] = &[
              ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime",
     },
     Query {
+        rw: None,
         name: "q9",
-        rw: "SELECT id, item_name, description, initial_bid, reserve, date_time, expires, seller, category, \
-                    auction, bidder, price, bid_date_time \
-             FROM (SELECT A.*, B.auction, B.bidder, B.price, B.date_time AS bid_date_time, \
-                          ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.date_time ASC) AS rownum \
-                   FROM auction A, bid B \
-                   WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires) tmp \
-             WHERE rownum <= 1",
         pg: "SELECT id, item_name, description, initial_bid, reserve, date_time, expires, seller, category, \
                     auction, bidder, price, bid_date_time \
              FROM (SELECT A.*, B.auction, B.bidder, B.price, B.date_time AS bid_date_time, \
@@ -158,31 +154,24 @@ pub(super) const QUERIES: &[Query] = &[
     // RisingWave's q10 is the projection of Flink's q10 (whose file sink
     // is not applicable).
     Query {
+        rw: None,
         name: "q10",
-        rw: "SELECT auction, bidder, price, date_time, TO_CHAR(date_time, 'YYYY-MM-DD') as date, \
-                    TO_CHAR(date_time, 'HH:MI') as time FROM bid",
         pg: "SELECT auction, bidder, price, date_time, TO_CHAR(date_time, 'YYYY-MM-DD') as date, \
                     TO_CHAR(date_time, 'HH:MI') as time FROM bid",
     },
     Query {
+        rw: None,
         name: "q15",
-        rw: Q15,
         pg: Q15,
     },
     Query {
+        rw: None,
         name: "q16",
-        rw: Q16,
         pg: Q16,
     },
     Query {
+        rw: None,
         name: "q17",
-        rw: "SELECT auction, to_char(date_time, 'YYYY-MM-DD') AS day, count(*) AS total_bids, \
-                    count(*) filter (where price < 10000) AS rank1_bids, \
-                    count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids, \
-                    count(*) filter (where price >= 1000000) AS rank3_bids, \
-                    min(price) AS min_price, max(price) AS max_price, avg(price) AS avg_price, \
-                    sum(price) AS sum_price \
-             FROM bid GROUP BY auction, to_char(date_time, 'YYYY-MM-DD')",
         pg: "SELECT auction, to_char(date_time, 'YYYY-MM-DD') AS day, count(*) AS total_bids, \
                     count(*) filter (where price < 10000) AS rank1_bids, \
                     count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids, \
@@ -194,13 +183,8 @@ pub(super) const QUERIES: &[Query] = &[
     // RisingWave's q14 also has `count_char(extra, 'c')`, a JavaScript
     // UDF; `extra` itself stands in for it.
     Query {
+        rw: None,
         name: "q14",
-        rw: "SELECT auction, bidder, 0.908 * price as price, \
-                    CASE WHEN extract(hour from date_time) >= 8 AND extract(hour from date_time) <= 18 THEN 'dayTime' \
-                         WHEN extract(hour from date_time) <= 6 OR extract(hour from date_time) >= 20 THEN 'nightTime' \
-                         ELSE 'otherTime' END AS bidTimeType, \
-                    date_time, extra \
-             FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000",
         pg: "SELECT auction, bidder, 0.908 * price as price, \
                     CASE WHEN extract(hour from date_time) >= 8 AND extract(hour from date_time) <= 18 THEN 'dayTime' \
                          WHEN extract(hour from date_time) <= 6 OR extract(hour from date_time) >= 20 THEN 'nightTime' \
@@ -210,11 +194,8 @@ pub(super) const QUERIES: &[Query] = &[
     },
     // PostgreSQL 15 wants an alias for a subquery in FROM.
     Query {
+        rw: None,
         name: "q18",
-        rw: "SELECT auction, bidder, price, channel, url, date_time, extra \
-             FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY date_time DESC, extra) \
-                   AS rank_number FROM bid) \
-             WHERE rank_number <= 1",
         pg: "SELECT auction, bidder, price, channel, url, date_time, extra \
              FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY date_time DESC, extra) \
                    AS rank_number FROM bid) AS t \
@@ -224,43 +205,29 @@ pub(super) const QUERIES: &[Query] = &[
     // which of equal-priced bids gets which `rank_number`, and which are
     // kept at the cut, is arbitrary in both systems (see [`TIED_TOP_N`]).
     Query {
+        rw: None,
         name: "q19",
-        rw: "SELECT * FROM \
-             (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number FROM bid) \
-             WHERE rank_number <= 10",
         pg: "SELECT * FROM \
              (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number FROM bid) AS t \
              WHERE rank_number <= 10",
     },
     Query {
+        rw: None,
         name: "q20",
-        rw: "SELECT auction, bidder, price, channel, url, B.date_time as bid_date_time, \
-                    item_name, description, initial_bid, reserve, A.date_time as auction_date_time, \
-                    expires, seller, category \
-             FROM bid AS B INNER JOIN auction AS A on B.auction = A.id WHERE A.category = 10",
         pg: "SELECT auction, bidder, price, channel, url, B.date_time as bid_date_time, \
                     item_name, description, initial_bid, reserve, A.date_time as auction_date_time, \
                     expires, seller, category \
              FROM bid AS B INNER JOIN auction AS A on B.auction = A.id WHERE A.category = 10",
     },
     Query {
+        rw: None,
         name: "q22",
-        rw: "SELECT auction, bidder, price, channel, split_part(url, '/', 4) as dir1, \
-                    split_part(url, '/', 5) as dir2, split_part(url, '/', 6) as dir3 FROM bid",
         pg: "SELECT auction, bidder, price, channel, split_part(url, '/', 4) as dir1, \
                     split_part(url, '/', 5) as dir2, split_part(url, '/', 6) as dir3 FROM bid",
     },
     Query {
+        rw: None,
         name: "q21",
-        rw: "SELECT auction, bidder, price, channel, \
-                    CASE WHEN LOWER(channel) = 'apple' THEN '0' \
-                         WHEN LOWER(channel) = 'google' THEN '1' \
-                         WHEN LOWER(channel) = 'facebook' THEN '2' \
-                         WHEN LOWER(channel) = 'baidu' THEN '3' \
-                         ELSE (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] END AS channel_id \
-             FROM bid \
-             WHERE (regexp_match(url, '(&|^)channel_id=([^&]*)'))[2] is not null \
-                or LOWER(channel) in ('apple', 'google', 'facebook', 'baidu')",
         pg: "SELECT auction, bidder, price, channel, \
                     CASE WHEN LOWER(channel) = 'apple' THEN '0' \
                          WHEN LOWER(channel) = 'google' THEN '1' \
@@ -273,58 +240,45 @@ pub(super) const QUERIES: &[Query] = &[
     },
     // RisingWave's additions to the benchmark (q101-q106).
     Query {
+        rw: None,
         name: "q101",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name, b.max_price AS current_highest_bid \
-             FROM auction a LEFT OUTER JOIN \
-                  (SELECT b1.auction, MAX(b1.price) max_price FROM bid b1 GROUP BY b1.auction) b \
-                  ON a.id = b.auction",
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name, b.max_price AS current_highest_bid \
              FROM auction a LEFT OUTER JOIN \
                   (SELECT b1.auction, MAX(b1.price) max_price FROM bid b1 GROUP BY b1.auction) b \
                   ON a.id = b.auction",
     },
     Query {
+        rw: None,
         name: "q102",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name, COUNT(b.auction) AS bid_count \
-             FROM auction a JOIN bid b ON a.id = b.auction \
-             GROUP BY a.id, a.item_name \
-             HAVING COUNT(b.auction) >= (SELECT COUNT(*) / COUNT(DISTINCT auction) FROM bid)",
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name, COUNT(b.auction) AS bid_count \
              FROM auction a JOIN bid b ON a.id = b.auction \
              GROUP BY a.id, a.item_name \
              HAVING COUNT(b.auction) >= (SELECT COUNT(*) / COUNT(DISTINCT auction) FROM bid)",
     },
     Query {
+        rw: None,
         name: "q103",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
-             WHERE a.id IN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) >= 20)",
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
              WHERE a.id IN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) >= 20)",
     },
     // NOT IN: an anti join on `a.id = b.auction`, and two more for the
     // NULLs (PostgreSQL's semantics), which see only NULL rows.
     Query {
+        rw: None,
         name: "q104",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
-             WHERE a.id NOT IN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) < 20)",
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
              WHERE a.id NOT IN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) < 20)",
     },
     Query {
+        rw: None,
         name: "q105",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name, COUNT(b.auction) AS bid_count \
-             FROM auction a JOIN bid b ON a.id = b.auction \
-             GROUP BY a.id, a.item_name ORDER BY bid_count DESC LIMIT 1000",
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name, COUNT(b.auction) AS bid_count \
              FROM auction a JOIN bid b ON a.id = b.auction \
              GROUP BY a.id, a.item_name ORDER BY bid_count DESC LIMIT 1000",
     },
     Query {
+        rw: None,
         name: "q106",
-        rw: "SELECT MIN(final) AS min_final FROM \
-             (SELECT auction.id, MAX(price) AS final FROM auction, bid \
-              WHERE bid.auction = auction.id AND bid.date_time BETWEEN auction.date_time AND auction.expires \
-              GROUP BY auction.id)",
         pg: "SELECT MIN(final) AS min_final FROM \
              (SELECT auction.id, MAX(price) AS final FROM auction, bid \
               WHERE bid.auction = auction.id AND bid.date_time BETWEEN auction.date_time AND auction.expires \
@@ -374,23 +328,27 @@ const Q16: &str = "SELECT channel, to_char(date_time, 'YYYY-MM-DD') as \"day\", 
 pub(super) const VARIANTS: &[Query] = &[
     Query {
         name: "q6_unique",
-        rw: Q6_UNIQUE,
+        rw: None,
         pg: Q6_UNIQUE,
     },
     Query {
         name: "q103_join",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
+        rw: Some(
+            "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
              JOIN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) >= 20) b \
              ON a.id = b.auction",
+        ),
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
              JOIN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) >= 20) b \
              ON a.id = b.auction",
     },
     Query {
         name: "q104_anti_join",
-        rw: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
+        rw: Some(
+            "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
              LEFT JOIN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) < 20) b \
              ON a.id = b.auction WHERE b.auction IS NULL",
+        ),
         pg: "SELECT a.id AS auction_id, a.item_name AS auction_item_name FROM auction a \
              LEFT JOIN (SELECT b.auction FROM bid b GROUP BY b.auction HAVING COUNT(*) < 20) b \
              ON a.id = b.auction WHERE b.auction IS NULL",

@@ -1,8 +1,12 @@
--- The Nexmark queries ci/bench-peers runs on ebbflow: RisingWave's texts
--- (e2e_test/streaming/nexmark/views: q0-q22 of the benchmark, q101-q106
--- its own additions), the same as `QUERIES`, the variant q6_unique and
--- `REFUSED` of tests/nexmark/queries.rs (keep them in step). Each becomes
--- `CREATE MATERIALIZED VIEW nexmark_<name> WITH (parallelism = …) AS <text>`.
+-- The Nexmark queries, in RisingWave's texts (its
+-- e2e_test/streaming/nexmark/views: q0-q22 of the benchmark, q101-q106
+-- its own additions) and the variant q6_unique: the one copy that
+-- ci/bench-peers runs (each as `CREATE MATERIALIZED VIEW nexmark_<name>
+-- WITH (parallelism = …) AS <text>` over `connector = 'nexmark'`
+-- sources) and tests/nexmark.rs checks against PostgreSQL
+-- (tests/nexmark/queries.rs holds PostgreSQL's texts and reads these).
+-- To try one by hand, create the sources as ci/bench-peers does
+-- (`nexmark_source`) and the MV from its text.
 --
 -- A line `--- NAME: SOURCES` starts a query (the sources it reads, which
 -- decide the input rows it is credited with); the text runs to the next
