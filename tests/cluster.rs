@@ -444,14 +444,28 @@ async fn seed_body(
                     sh.faults.fetch_add(1, Ordering::SeqCst);
                     r?;
                     start_compute(cluster, Some(port)).await?;
+                    // Registered by the process's own word: meta can show
+                    // the dead process's worker as running for a while
+                    // (a commit held back by an L0 write stall delays the
+                    // new registration; seen in a CI run).
+                    let registered = |c: &Cluster| {
+                        c.computes.get(&port).is_some_and(|p| {
+                            p.log
+                                .since(0)
+                                .iter()
+                                .any(|l| l.contains("registered with meta"))
+                        })
+                    };
+                    let cluster_ref: &Cluster = cluster;
                     wait_for(
                         RECOVERY_WAIT,
                         "the restarted process registered again",
                         || async {
-                            Ok(workers(&eb)
-                                .await?
-                                .get(&id)
-                                .is_some_and(|w| w.1 == "running"))
+                            Ok(registered(cluster_ref)
+                                && workers(&eb)
+                                    .await?
+                                    .get(&id)
+                                    .is_some_and(|w| w.1 == "running"))
                         },
                     )
                     .await?;
