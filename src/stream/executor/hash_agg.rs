@@ -184,6 +184,7 @@ impl HashAggExecutor {
         let key = match &saved {
             Some(saved) => match saved_key(saved, self.groups.states.len())? {
                 Some(shown) => shown,
+                None if key.iter().flatten().all(is_canonical) => key,
                 None => key.iter().map(|d| d.as_ref().map(canonical)).collect(),
             },
             None => key,
