@@ -325,6 +325,26 @@ impl StateTable {
             .await
     }
 
+    /// Every committed row of every vnode, owned or not: what the last
+    /// epoch the cluster committed holds, without this epoch's writes of
+    /// any actor (this one's included). An actor reads there what its peers
+    /// wrote at a barrier it has itself passed, never what a peer ahead of
+    /// it wrote at a later one.
+    pub async fn scan_all_vnodes_committed(&self) -> StorageResult<Vec<(Row, Row)>> {
+        let start = super::table_prefix(self.table_id);
+        let end = prefix_end(&start);
+        let stored = self
+            .store
+            .scan((Bound::Included(start), end), false)
+            .await?;
+        let mut out = Vec::with_capacity(stored.len());
+        for (k, v) in stored {
+            let pk = decode_row(&k[6..], &self.pk_types, &self.pk_desc)?;
+            out.push((pk, self.decode_value(&v)?));
+        }
+        Ok(out)
+    }
+
     /// Every row of one vnode.
     pub async fn scan_vnode(&self, vnode: VirtualNode) -> StorageResult<Vec<(Row, Row)>> {
         self.scan_range_raw(vnode_prefix(self.table_id, vnode))

@@ -12,8 +12,16 @@
 //! under the first vnode it owns (the state table is keyed by the vnode
 //! alone), and at every barrier takes the highest watermark saved by
 //! any actor. That is also where an actor that gains vnodes in a scale, or
-//! starts after a recovery, resumes: at least what the job downstream was
-//! last told.
+//! starts after a recovery, resumes.
+//!
+//! It reads only what the cluster committed. A peer can be a barrier ahead
+//! (actors are aligned downstream, not here), and what it saved there comes
+//! from rows of the epoch this actor is still in: taking it would make this
+//! actor's rows of that same epoch late, rows downstream was never told
+//! were late (a statement whose rows went to two actors lost the lower
+//! half). The committed watermark may lag what downstream was told; a row
+//! below that is dropped downstream, where each executor that keys state
+//! by the watermark drops what is below its own.
 
 use arrow_buffer::BooleanBufferBuilder;
 use async_trait::async_trait;
@@ -57,9 +65,10 @@ impl WatermarkFilterExecutor {
         }
     }
 
-    /// Catch up with the highest watermark any actor saved.
+    /// Catch up with the highest watermark any actor saved in a committed
+    /// epoch.
     async fn load(&mut self) -> StreamResult<()> {
-        for (_, saved) in self.table.scan_all_vnodes().await? {
+        for (_, saved) in self.table.scan_all_vnodes_committed().await? {
             if let Some(Some(v)) = saved.into_iter().next() {
                 if self.announced.as_ref().is_none_or(|a| v > *a) {
                     self.announced = Some(v);
@@ -239,6 +248,7 @@ mod tests {
         f.process_barrier(&barrier(3), &mut out)
             .await
             .expect("barrier");
+        s.commit(2);
         // A new actor on the same vnodes resumes from the saved watermark.
         let mut g = filter(&s);
         g.after_barrier(&barrier(4), &mut Vec::new())
@@ -249,5 +259,52 @@ mod tests {
             .await
             .expect("chunk");
         assert_eq!(pretty(&out), vec!["+ 7 41"]);
+    }
+
+    /// Two actors of one job: the one ahead saved a watermark at a barrier
+    /// the other has not reached; the rows the other still has from that
+    /// epoch are not late. Once that epoch is committed they would be.
+    #[tokio::test]
+    async fn a_peer_a_barrier_ahead_does_not_make_this_epochs_rows_late() {
+        let s = store();
+        let half = |vnodes: std::ops::Range<u16>| {
+            let mut f = filter(&s);
+            f.table.update_vnodes(Bitmap::from_vnodes(vnodes));
+            f
+        };
+        let mut ahead = half(0..128);
+        let mut out = Vec::new();
+        ahead
+            .process_chunk(0, chunk("+ 1 33"), &mut out)
+            .await
+            .expect("chunk");
+        ahead.process_watermarks(&[vec![]]).await.expect("watermarks");
+        ahead
+            .process_barrier(&barrier(2), &mut out)
+            .await
+            .expect("barrier");
+        // The other actor, fresh (after a recovery), is still in epoch 1.
+        let mut behind = half(128..256);
+        let mut out = Vec::new();
+        behind
+            .process_chunk(0, chunk("+ 2 19\n+ 3 26"), &mut out)
+            .await
+            .expect("chunk");
+        assert_eq!(pretty(&out), vec!["+ 2 19", "+ 3 26"]);
+        assert_eq!(
+            behind.process_watermarks(&[vec![]]).await.expect("watermarks"),
+            vec![Watermark::new(1, ScalarValue::Int64(16))],
+            "its own rows' watermark: the peer's epoch is not committed yet"
+        );
+        behind
+            .process_barrier(&barrier(2), &mut Vec::new())
+            .await
+            .expect("barrier");
+        s.commit(1);
+        // Committed: at the next barrier it takes the peer's watermark.
+        assert_eq!(
+            behind.process_watermarks(&[vec![]]).await.expect("watermarks"),
+            vec![Watermark::new(1, ScalarValue::Int64(23))]
+        );
     }
 }
