@@ -80,6 +80,9 @@ pub mod meta;
 pub mod metrics;
 /// The PostgreSQL wire protocol server.
 pub mod pgwire;
+/// Plans as data: fragments, actors, sources and barrier mutations, as the
+/// planner and meta hand them to the runtime (the `ebbflow-plan` crate).
+pub use ebbflow_plan as plan;
 /// Logical plans and the stream planner that cuts them into fragments.
 pub mod planner;
 /// A cluster of processes: the meta ↔ compute gRPC contract, the compute
@@ -90,5 +93,6 @@ pub mod sql;
 /// The state store and per-actor state tables (the `ebbflow-storage`
 /// crate).
 pub use ebbflow_storage as storage;
-/// The streaming runtime: actors, executors, exchange, compute nodes.
-pub mod stream;
+/// The streaming runtime: actors, executors, exchange, compute nodes (the
+/// `ebbflow-stream` crate).
+pub use ebbflow_stream as stream;

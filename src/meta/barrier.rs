@@ -14,10 +14,11 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::plan::Mutation;
 use crate::storage::{EpochCommitter, SstInfo, StateStore};
 use crate::stream::actor::ComputeEvent;
 use crate::stream::compute_node::{ComputeClient, WorkerId};
-use crate::stream::message::{ActorId, Barrier, Epoch, Mutation};
+use crate::stream::message::{ActorId, Barrier, Epoch};
 
 /// Whether the cluster is failed — from a failure until the first barrier
 /// of the recovery is injected — and how many failures there were. DML

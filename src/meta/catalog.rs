@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::common::{DataType, Field};
-use crate::stream::executor::materialize::OnConflict;
+use crate::plan::{OnConflict, WatermarkDesc};
 
 /// Id of a table, MV, system relation or internal state table.
 pub use crate::common::TableId;
@@ -95,17 +95,6 @@ pub struct RelationDesc {
     /// primary key does (tables with a declared key only).
     #[serde(default)]
     pub on_conflict: OnConflict,
-}
-
-/// A relation's watermark: rows may come late by what `expr` takes off
-/// `column` (see `stream::executor::watermark_filter`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct WatermarkDesc {
-    pub column: usize,
-    /// Over the relation's row, of the column's type.
-    pub expr: crate::expr::Expr,
-    /// `expr` as written, for `SHOW CREATE`.
-    pub text: String,
 }
 
 impl RelationDesc {

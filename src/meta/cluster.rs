@@ -62,10 +62,7 @@ impl ComputeClient for Unconnected {
     }
     fn kill(&self) {}
     fn inject_panic(&self) {}
-    async fn build_actors(
-        &self,
-        _descs: Vec<crate::stream::build::ActorDesc>,
-    ) -> Result<(), String> {
+    async fn build_actors(&self, _descs: Vec<crate::plan::ActorDesc>) -> Result<(), String> {
         Err("the compute process has not registered yet".into())
     }
     fn local_sender(

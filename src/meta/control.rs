@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::service::Meta;
 use super::{MetaError, MetaResult};
-use crate::stream::build::ActorDesc;
+use crate::plan::ActorDesc;
 use crate::stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
 
 impl Meta {

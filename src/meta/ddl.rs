@@ -10,10 +10,11 @@ use super::fragment::{actor_desc, dispatcher_desc, even_bitmaps, ActorInfo, Edge
 use super::graph::{PlanGraph, Upstream};
 use super::service::{Meta, Parallelism, RelationEntry};
 use super::{MetaError, MetaResult};
+use crate::common::{ActorId, FragmentId};
 use crate::common::{Bitmap, ScalarValue};
-use crate::stream::build::NodeDesc;
+use crate::plan::Mutation;
+use crate::plan::NodeDesc;
 use crate::stream::compute_node::WorkerId;
-use crate::stream::message::{ActorId, FragmentId, Mutation};
 
 impl Meta {
     /// Create a relation's streaming job from its plan and wait until it is
@@ -126,11 +127,11 @@ impl Meta {
             }
             let mut add_actors = Vec::new();
             let mut add_sources = Vec::new();
-            let mut descs: Vec<(WorkerId, crate::stream::build::ActorDesc)> = Vec::new();
+            let mut descs: Vec<(WorkerId, crate::plan::ActorDesc)> = Vec::new();
             for f in &new_frags {
                 for a in &f.actors {
                     add_actors.push(a.actor_id);
-                    if !matches!(f.source, crate::stream::build::SourceDesc::None) {
+                    if !matches!(f.source, crate::plan::SourceDesc::None) {
                         add_sources.push((a.worker, a.actor_id));
                     }
                     descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));

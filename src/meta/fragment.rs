@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::common::{ActorId, FragmentId};
 use crate::common::{Bitmap, VirtualNode, VNODE_COUNT};
 use crate::meta::catalog::TableId;
 use crate::meta::cluster::UnitId;
 use crate::meta::graph::EdgeSpec;
-use crate::stream::build::{ActorDesc, NodeDesc, SourceDesc};
+use crate::plan::{ActorDesc, NodeDesc, SourceDesc};
+use crate::plan::{DispatcherDesc, DispatcherKind};
 use crate::stream::compute_node::WorkerId;
-use crate::stream::message::{ActorId, DispatcherDesc, DispatcherKind, FragmentId};
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ActorInfo {

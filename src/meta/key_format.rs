@@ -30,10 +30,10 @@ use crate::common::encoding::{
 };
 use crate::common::{DataType, ElemType, VirtualNode};
 use crate::meta::catalog::TableId;
+use crate::plan::NodeDesc;
 use crate::storage::{
     prefix_range, table_prefix, vnode_prefix, ReadSnapshot, StorageError, StorageResult,
 };
-use crate::stream::build::NodeDesc;
 use crate::stream::message::FragmentId;
 
 /// The key format this version writes: 1 = canonical keys. A catalog

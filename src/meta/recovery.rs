@@ -133,7 +133,7 @@ impl Meta {
             for f in st.fragments.values() {
                 for a in &f.actors {
                     actors.push(a.actor_id);
-                    if !matches!(f.source, crate::stream::build::SourceDesc::None) {
+                    if !matches!(f.source, crate::plan::SourceDesc::None) {
                         sources.push((a.worker, a.actor_id));
                     }
                     per_worker.entry(a.worker).or_default().push(actor_desc(

@@ -23,11 +23,12 @@ use super::scale::{rebalance, Owner};
 use super::service::{Meta, MetaState, Parallelism, ScaleRecord};
 use super::{MetaError, MetaResult};
 use crate::common::Bitmap;
+use crate::common::{ActorId, FragmentId};
 use crate::meta::catalog::TableId;
 use crate::meta::cluster::UnitId;
-use crate::stream::build::SourceDesc;
+use crate::plan::SourceDesc;
+use crate::plan::{DispatcherUpdate, Mutation, UpdateMutation};
 use crate::stream::compute_node::WorkerId;
-use crate::stream::message::{ActorId, DispatcherUpdate, FragmentId, Mutation, UpdateMutation};
 
 mod plan;
 
@@ -524,7 +525,7 @@ impl Meta {
                     }
                 }
             }
-            let mut descs: Vec<(WorkerId, crate::stream::build::ActorDesc)> = Vec::new();
+            let mut descs: Vec<(WorkerId, crate::plan::ActorDesc)> = Vec::new();
             let mut add_sources = Vec::new();
             let mut tables = Vec::new();
             for fid in plan.keys() {

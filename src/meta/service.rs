@@ -14,12 +14,13 @@ use super::cluster::{host_of, Placement, UnitId, Worker, WorkerInfo, WorkerState
 use super::fragment::{Edge, Fragment};
 use super::graph::UpstreamInfo;
 use super::{MetaError, MetaResult};
+use crate::common::{ActorId, FragmentId};
 use crate::common::{DataType, Row};
+use crate::plan::Mutation;
+use crate::plan::{NodeDesc, StateTableDesc};
 use crate::storage::{EpochCommitter, MemoryStateStore, StateStore};
-use crate::stream::build::{NodeDesc, StateTableDesc};
 use crate::stream::compute_node::{ComputeClient, ComputeNode, NodeServices, WorkerId};
 use crate::stream::exchange::ExchangeRegistry;
-use crate::stream::message::{ActorId, FragmentId, Mutation};
 
 /// First id of user relations and internal state tables; ids below are
 /// system catalogs.

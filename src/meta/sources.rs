@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind};
 use super::service::{Meta, Parallelism, RelationEntry};
 use super::MetaResult;
-use crate::stream::build::SourceDesc;
+use crate::plan::SourceDesc;
 use crate::stream::message::FragmentId;
 
 impl Meta {
@@ -22,7 +22,7 @@ impl Meta {
         columns: Vec<ColumnDesc>,
         pk: Vec<usize>,
         with_options: std::collections::BTreeMap<String, String>,
-        watermark: Option<crate::meta::catalog::WatermarkDesc>,
+        watermark: Option<crate::plan::WatermarkDesc>,
     ) -> MetaResult<()> {
         let _ddl = self.ddl_lock.lock().await;
         {

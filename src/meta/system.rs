@@ -140,7 +140,7 @@ pub struct SourceFragment {
 
 /// Every source fragment (read under meta's lock, before the scans).
 pub fn source_fragments(st: &MetaState) -> Vec<SourceFragment> {
-    use crate::stream::build::SourceDesc;
+    use crate::plan::SourceDesc;
     let name = |id| {
         st.relations
             .get(&id)
@@ -174,7 +174,7 @@ pub async fn source_progress_rows(
         let stored = crate::storage::state_table::scan_table_committed(
             snapshot,
             f.progress_table,
-            &crate::stream::source::progress_types(),
+            &crate::plan::source::progress_types(),
             None,
         )
         .await?;

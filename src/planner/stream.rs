@@ -13,11 +13,11 @@ use crate::common::{DataType, Datum, ScalarValue};
 use crate::expr::Expr;
 use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use crate::meta::graph::{EdgeSpec, PlanFragment, PlanGraph, Upstream, UpstreamInfo};
+use crate::plan::source::{connector_from_options, SplitSourceDesc};
+use crate::plan::BackfillDesc;
+use crate::plan::OnConflict;
+use crate::plan::{NodeDesc, SourceDesc, StateTableDesc};
 use crate::planner::logical::{JoinKind, LogicalPlan};
-use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
-use crate::stream::executor::materialize::OnConflict;
-use crate::stream::executor::stream_scan::BackfillDesc;
-use crate::stream::source::{connector_from_options, SplitSourceDesc};
 
 mod dynamic_filter;
 

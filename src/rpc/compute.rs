@@ -23,8 +23,8 @@ use super::pb::meta_client::MetaClient;
 use super::pb::{self, Ack};
 use super::ClusterSecret;
 use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions, Version};
+use crate::plan::ActorDesc;
 use crate::storage::StateStore;
-use crate::stream::build::ActorDesc;
 use crate::stream::compute_node::{
     ActorLocations, ComputeClient, ComputeNode, NodeServices, WorkerId,
 };

@@ -29,9 +29,9 @@ use super::pb;
 use super::pb::compute_client::ComputeClient as PbClient;
 use super::ClusterSecret;
 use crate::lsm::Version;
+use crate::plan::ActorDesc;
 use crate::storage::{SstInfo, StorageError, StorageResult};
 use crate::stream::actor::ComputeEvent;
-use crate::stream::build::ActorDesc;
 use crate::stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
 use crate::stream::message::ActorId;
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use crate::common::{DataType, Datum};
 use crate::expr::Expr;
-use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId, WatermarkDesc};
+use crate::meta::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
+use crate::plan::{OnConflict, WatermarkDesc};
 use crate::planner::logical::LogicalPlan;
-use crate::stream::executor::materialize::OnConflict;
 
 /// A parallelism a user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,16 +6,16 @@ use std::sync::Arc;
 use super::{command, fields, int, rows_result, text, FResult, LocalSession};
 use crate::common::DataType;
 use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::catalog::{ColumnDesc, RelationKind, TableId, WatermarkDesc};
+use crate::meta::catalog::{ColumnDesc, RelationKind, TableId};
 use crate::meta::graph::{PlanGraph, UpstreamSnapshot};
 use crate::meta::reschedule::{ScaleKind, ScaleSummary};
 use crate::meta::service::{relation_desc, table_columns, Parallelism};
 use crate::meta::Meta;
+use crate::plan::source::{connector_from_options, Connector, SplitSourceDesc};
+use crate::plan::{OnConflict, WatermarkDesc};
 use crate::planner::logical::LogicalPlan;
 use crate::planner::stream::{plan_table, Emit, StreamPlanner};
 use crate::sql::bound::ParallelismTarget;
-use crate::stream::executor::materialize::OnConflict;
-use crate::stream::source::{connector_from_options, Connector, SplitSourceDesc};
 
 /// The existing relations' layout, copied so planning holds no lock.
 pub(super) fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {

@@ -5,9 +5,9 @@
 use super::{Dist, Node, PResult, StreamPlanner};
 use crate::expr::{Expr, Func};
 use crate::meta::graph::{EdgeSpec, PlanFragment, Upstream};
+use crate::plan::{NodeDesc, SourceDesc, StateTableDesc};
 use crate::planner::logical::{JoinKind, LogicalPlan};
 use crate::planner::PlanError;
-use crate::stream::build::{NodeDesc, SourceDesc, StateTableDesc};
 
 impl StreamPlanner<'_> {
     /// A dynamic filter (see `stream::executor::dynamic_filter`) for the

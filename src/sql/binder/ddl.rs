@@ -11,10 +11,10 @@ use super::scope::Scope;
 use super::types::data_type_from_ast;
 use super::{Binder, ExprCtx};
 use crate::common::DataType;
-use crate::meta::catalog::{ColumnDesc, RelationKind, WatermarkDesc};
+use crate::meta::catalog::{ColumnDesc, RelationKind};
+use crate::plan::{OnConflict, WatermarkDesc};
 use crate::sql::parser::{ident_value, object_name_to_string, WatermarkSpec};
 use crate::sql::{BoundStatement, SqlError, SqlResult};
-use crate::stream::executor::materialize::OnConflict;
 
 /// The unqualified name of a relation being created (only the default
 /// schema exists).

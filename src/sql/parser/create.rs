@@ -17,8 +17,8 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::{object_name, parse_parallelism, parser_error, peek_word, Statement, WatermarkSpec};
+use crate::plan::OnConflict;
 use crate::sql::{SqlError, SqlResult};
-use crate::stream::executor::materialize::OnConflict;
 
 /// The tokens of the statement at the parser's position, up to the `;`
 /// that ends it (not consumed).

@@ -69,10 +69,7 @@ pub enum Statement {
     /// `CREATE TABLE … APPEND ONLY [WITH (…)]`.
     CreateAppendOnlyTable(Box<sqlparser::ast::CreateTable>, Option<WatermarkSpec>),
     /// `CREATE TABLE … ON CONFLICT … [WITH (…)]`.
-    CreateTableOnConflict(
-        Box<sqlparser::ast::CreateTable>,
-        crate::stream::executor::materialize::OnConflict,
-    ),
+    CreateTableOnConflict(Box<sqlparser::ast::CreateTable>, crate::plan::OnConflict),
     /// `CREATE MATERIALIZED VIEW … AS query EMIT ON WINDOW CLOSE`: the
     /// statement without its last four words.
     EmitOnWindowClose(Box<sqlparser::ast::Statement>),
