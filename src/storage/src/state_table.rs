@@ -30,11 +30,29 @@ pub enum ValueCodec {
     Tagged,
 }
 
-/// Proof that a state table handed its epoch to the store. Executors must
-/// commit before forwarding a barrier; returning this value from the
-/// commit makes forgetting it a compile-time warning.
+/// Proof that an executor's state tables handed the epoch a barrier closes
+/// to the store: the stream side's `process_barrier` returns one, and only
+/// [`StateTable::commit`] makes one (or [`Committed::nothing`], for an
+/// executor without state), so an executor cannot let its barrier go on
+/// without committing its tables.
 #[must_use = "a barrier may be forwarded only after the state is committed"]
-pub struct Committed;
+#[derive(Debug)]
+pub struct Committed {
+    _private: (),
+}
+
+impl Committed {
+    /// An executor that keeps no state commits nothing.
+    pub fn nothing() -> Self {
+        Committed { _private: () }
+    }
+
+    /// Both tables committed (an executor with several).
+    pub fn and(self, other: Committed) -> Self {
+        let _ = other;
+        self
+    }
+}
 
 pub struct StateTable {
     table_id: TableId,
@@ -439,7 +457,7 @@ impl StateTable {
         }
         self.hand_over(epoch)?;
         self.open_epoch = Some(next);
-        Ok(Committed)
+        Ok(Committed { _private: () })
     }
 
     /// Take a new vnode set (after a scale barrier was committed and

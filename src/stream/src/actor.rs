@@ -9,7 +9,7 @@ use tokio::time::sleep_until;
 
 use super::exchange::{DispatchSet, ExchangeRegistry, Merge, MergeInput};
 use super::executor::stream_scan::wait_committed;
-use super::executor::Executor;
+use super::executor::{Committed, Executor};
 use super::message::{ActorId, Barrier, FragmentId, Message};
 use super::source::SourceReader;
 use super::{StreamError, StreamResult};
@@ -236,6 +236,9 @@ impl Actor {
             // a scale that fails mid-way.
             self.take_fault()?;
         }
+        // What the actor committed at this barrier: it forwards the barrier
+        // only with this proof (nothing to commit for a newly added actor).
+        let mut committed = Committed::nothing();
         // 2. sources: offset commit, pause/resume
         if let ActorInput::Source { reader, .. } = &mut self.input {
             if barrier.is_pause() {
@@ -245,7 +248,7 @@ impl Actor {
             }
             if !newly_added {
                 reader.load().await?;
-                reader.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+                committed = reader.commit(barrier.epoch.prev, barrier.epoch.curr)?;
             }
         }
         // 3. executors flush and commit, in chain order. An actor added by
@@ -266,9 +269,10 @@ impl Actor {
             }
             watermarks = vec![self.executors[i].process_watermarks(&watermarks).await?];
             let mut out = Vec::new();
-            self.executors[i]
+            let done = self.executors[i]
                 .process_barrier(&barrier, &mut out)
                 .await?;
+            committed = committed.and(done);
             if !out.is_empty() {
                 self.push(i + 1, 0, out).await?;
             }
@@ -289,7 +293,7 @@ impl Actor {
             _ => Vec::new(),
         };
         self.dispatch
-            .dispatch_barrier(&barrier, &self.registry)
+            .dispatch_barrier(&barrier, &self.registry, committed)
             .await?;
         let _ = self.events.send(ComputeEvent::Collected {
             actor_id: me,

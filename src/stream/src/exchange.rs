@@ -14,6 +14,7 @@ use super::{StreamError, StreamResult};
 use ebbflow_common::encoding::vnodes_of_column_rows;
 use ebbflow_common::{Op, StreamChunk};
 use ebbflow_plan::{DispatcherDesc, DispatcherKind, Mutation};
+use ebbflow_storage::state_table::Committed;
 
 type Channel = (Option<Sender>, Option<Receiver>);
 
@@ -534,12 +535,15 @@ impl DispatchSet {
         }
     }
 
-    /// Pre-mutation, send, post-mutation.
+    /// Pre-mutation, send, post-mutation: send the barrier on, with the proof that the actor committed its
+    /// state at the epoch it closes (see `executor::Executor::process_barrier`).
     pub async fn dispatch_barrier(
         &mut self,
         barrier: &Barrier,
         registry: &ExchangeRegistry,
+        committed: Committed,
     ) -> StreamResult<()> {
+        let _ = committed;
         let me = self.actor_id;
         match barrier.mutation.as_deref() {
             Some(Mutation::Add { dispatchers, .. }) => {

@@ -24,7 +24,7 @@ use std::ops::Bound;
 
 use async_trait::async_trait;
 
-use super::{ChunkBuilder, Executor};
+use super::{ChunkBuilder, Committed, Executor};
 use crate::message::Barrier;
 use crate::StreamResult;
 use ebbflow_common::{Bitmap, Datum, Op, Row, ScalarValue, StreamChunk};
@@ -248,7 +248,7 @@ impl Executor for DynamicFilterExecutor {
         &mut self,
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
+    ) -> StreamResult<Committed> {
         self.load().await?;
         if self.right_changed {
             self.right_changed = false;
@@ -263,9 +263,8 @@ impl Executor for DynamicFilterExecutor {
                 self.right.put_at(vnode, &[], &saved);
             }
         }
-        let _committed = self.left.commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        let _committed = self.right.commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        Ok(())
+        let left = self.left.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        Ok(left.and(self.right.commit(barrier.epoch.prev, barrier.epoch.curr)?))
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
@@ -325,7 +324,7 @@ mod tests {
 
     async fn at_barrier(f: &mut DynamicFilterExecutor, epoch: u64) -> Vec<String> {
         let mut out = vec![];
-        f.process_barrier(&barrier(epoch), &mut out).await.unwrap();
+        let _ = f.process_barrier(&barrier(epoch), &mut out).await.unwrap();
         let mut got = pretty(&out);
         got.sort();
         got

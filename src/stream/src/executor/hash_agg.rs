@@ -29,7 +29,7 @@ pub(crate) mod groups;
 use async_trait::async_trait;
 
 use self::groups::{Groups, DIRTY, STORED};
-use super::{ChunkBuilder, Executor};
+use super::{ChunkBuilder, Committed, Executor};
 use crate::message::{Barrier, Watermark};
 use crate::{StreamError, StreamResult};
 use ebbflow_common::encoding::{canonical, is_canonical, vnode_of};
@@ -456,7 +456,7 @@ impl Executor for HashAggExecutor {
         &mut self,
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
+    ) -> StreamResult<Committed> {
         let global = self.global();
         if global && self.groups.len() == 0 {
             // The global group exists from the first barrier on.
@@ -469,10 +469,10 @@ impl Executor for HashAggExecutor {
         }
         self.flush_dirty(out)?;
         self.close_groups(out).await?;
-        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        let committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         let (bytes, groups) = (self.groups.allocated_bytes(), self.groups.len());
         self.report_cache(bytes as i64, groups as i64);
-        Ok(())
+        Ok(committed)
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
@@ -540,7 +540,8 @@ mod tests {
             let wm = |v| vec![vec![Watermark::new(0, ScalarValue::Int64(v))]];
             let passed = agg.process_watermarks(&wm(2)).await.expect("watermarks");
             assert_eq!(passed, vec![Watermark::new(0, ScalarValue::Int64(2))]);
-            agg.process_barrier(&barrier(2), &mut out)
+            let _ = agg
+                .process_barrier(&barrier(2), &mut out)
                 .await
                 .expect("barrier");
             let mut got = pretty(&out);
@@ -567,7 +568,8 @@ mod tests {
             .await
             .expect("chunk");
             agg.process_watermarks(&wm(3)).await.expect("watermarks");
-            agg.process_barrier(&barrier(3), &mut out)
+            let _ = agg
+                .process_barrier(&barrier(3), &mut out)
                 .await
                 .expect("barrier");
             let want: &[&str] = if eowc {
@@ -601,7 +603,7 @@ mod tests {
         .await
         .unwrap();
         assert!(out.is_empty(), "output waits for the barrier");
-        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(2), &mut out).await.unwrap();
         let mut got = pretty(&out);
         got.sort();
         assert_eq!(got, vec!["+ 1 2 30", "+ 2 1 5"]);
@@ -611,7 +613,7 @@ mod tests {
         agg.process_chunk(0, StreamChunk::from_pretty("- 1 30\n- 2 5", &ty), &mut out)
             .await
             .unwrap();
-        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(3), &mut out).await.unwrap();
         let mut got = pretty(&out);
         got.sort();
         assert_eq!(got, vec!["- 2 1 5", "U+ 1 1 10", "U- 1 2 30"]);
@@ -623,7 +625,7 @@ mod tests {
         agg.process_chunk(0, StreamChunk::from_pretty("+ 1 50", &ty), &mut out)
             .await
             .unwrap();
-        agg.process_barrier(&barrier(4), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(4), &mut out).await.unwrap();
         assert_eq!(pretty(&out), vec!["U- 1 1 10", "U+ 1 2 50"]);
     }
 
@@ -641,7 +643,7 @@ mod tests {
             0,
         );
         let mut out = vec![];
-        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(2), &mut out).await.unwrap();
         assert_eq!(pretty(&out), vec!["+ 0 ."]);
         out.clear();
         agg.process_chunk(
@@ -651,7 +653,7 @@ mod tests {
         )
         .await
         .unwrap();
-        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(3), &mut out).await.unwrap();
         assert_eq!(pretty(&out), vec!["U- 0 .", "U+ 2 10"]);
     }
 
@@ -676,7 +678,7 @@ mod tests {
         agg.process_chunk(0, keys(100..n), &mut out).await.unwrap();
         let early: usize = out.iter().map(StreamChunk::len).sum();
         assert_eq!(early, n as usize);
-        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(2), &mut out).await.unwrap();
         let all = pretty(&out);
         assert_eq!(all.len(), n as usize);
         assert!(all.iter().all(|l| l.starts_with("+ ") && l.ends_with(" 1")));
@@ -686,7 +688,7 @@ mod tests {
         out.clear();
         agg.process_chunk(0, keys(0..n), &mut out).await.unwrap();
         agg.process_chunk(0, keys(0..1), &mut out).await.unwrap();
-        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(3), &mut out).await.unwrap();
         let got = pretty(&out);
         assert!(got.contains(&"U- 0 1".to_string()));
         assert!(got.contains(&"U+ 0 2".to_string()) && got.contains(&"U+ 0 3".to_string()));
@@ -700,7 +702,7 @@ mod tests {
         let mut agg = HashAggExecutor::new(vec![0], count_star(), t, 0);
         let mut out = vec![];
         agg.process_chunk(0, keys(0..1000), &mut out).await.unwrap();
-        agg.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(2), &mut out).await.unwrap();
         s.commit(1);
         // A new executor over the stored groups (a recovery, or a scale
         // that gave it every vnode).
@@ -719,7 +721,7 @@ mod tests {
         agg.process_chunk(0, keys(1000..1001), &mut out)
             .await
             .unwrap();
-        agg.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let _ = agg.process_barrier(&barrier(3), &mut out).await.unwrap();
         let mut got = pretty(&out);
         got.sort();
         assert_eq!(got, vec!["+ 1000 1", "U+ 7 2", "U- 7 1"]);

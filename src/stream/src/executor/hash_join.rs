@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-use super::{ChunkBuilder, Executor};
+use super::{ChunkBuilder, Committed, Executor};
 use crate::message::{Barrier, Watermark};
 use crate::StreamResult;
 use ebbflow_common::encoding::vnode_of;
@@ -250,11 +250,11 @@ impl JoinSide {
     }
 
     /// Commit the side's state at a barrier and report its cache size.
-    pub(super) fn commit(&mut self, barrier: &Barrier) -> StreamResult<()> {
-        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+    pub(super) fn commit(&mut self, barrier: &Barrier) -> StreamResult<Committed> {
+        let committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         ebbflow_metrics::join_cache_changed(self.cached_rows - self.reported_rows);
         self.reported_rows = self.cached_rows;
-        Ok(())
+        Ok(committed)
     }
 }
 
@@ -502,7 +502,7 @@ impl Executor for HashJoinExecutor {
         &mut self,
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
+    ) -> StreamResult<Committed> {
         for (k, bound) in self.key_bounds() {
             if self.cleaned.get(&k).is_some_and(|c| *c >= bound) {
                 continue;
@@ -512,10 +512,9 @@ impl Executor for HashJoinExecutor {
             }
             self.cleaned.insert(k, bound);
         }
-        for s in &mut self.sides {
-            s.commit(barrier)?;
-        }
-        Ok(())
+        let [left, right] = &mut self.sides;
+        let left = left.commit(barrier)?;
+        Ok(left.and(right.commit(barrier)?))
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
@@ -637,7 +636,7 @@ mod tests {
             ]
         };
         assert_eq!(out, both(8), "the least of the two, kept from before");
-        j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
+        let _ = j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
         assert_eq!(j.sides[0].cached_rows + j.sides[1].cached_rows, 2);
         for side in &j.sides {
             let key7 = side.table.scan_prefix(&[Some(ScalarValue::Int64(7))]);
@@ -656,12 +655,12 @@ mod tests {
         let mut j = join_over(&s, JoinKind::Inner);
         feed(&mut j, 0, "+ 1 7\n+ 2 8").await;
         feed(&mut j, 1, "+ 10 7").await;
-        j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
+        let _ = j.process_barrier(&barrier(2), &mut vec![]).await.unwrap();
         // A new actor over the same state: nothing cached.
         let mut j = join_over(&s, JoinKind::Inner);
         let wm = vec![Watermark::new(1, ScalarValue::Int64(8))];
         j.process_watermarks(&[wm.clone(), wm]).await.unwrap();
-        j.process_barrier(&barrier(3), &mut vec![]).await.unwrap();
+        let _ = j.process_barrier(&barrier(3), &mut vec![]).await.unwrap();
         assert_eq!(j.sides[0].cached_rows, 1, "key 8 read, key 7 dropped");
         let key7 = j.sides[0].table.scan_prefix(&[Some(ScalarValue::Int64(7))]);
         assert!(key7.await.unwrap().is_empty());

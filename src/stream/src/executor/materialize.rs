@@ -15,7 +15,7 @@
 
 use async_trait::async_trait;
 
-use super::Executor;
+use super::{Committed, Executor};
 use crate::message::Barrier;
 use crate::StreamResult;
 use ebbflow_common::encoding::vnode_of;
@@ -180,9 +180,8 @@ impl Executor for MaterializeExecutor {
         &mut self,
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
-        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        Ok(())
+    ) -> StreamResult<Committed> {
+        Ok(self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?)
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {

@@ -3,7 +3,8 @@
 //!
 //! Every executor follows the same ritual (STYLE §4): a chunk is applied
 //! and may produce output chunks; on a barrier it flushes pending output,
-//! commits its state tables at the epoch the barrier closes, and the actor
+//! commits its state tables at the epoch the barrier closes (returning the
+//! [`Committed`] proof, which only a table's commit makes), and the actor
 //! forwards the barrier; afterwards `post_barrier` applies a new vnode
 //! bitmap. Stateful executors initialise their state lazily (caches start
 //! cold) so the first barrier needs no special casing.
@@ -31,6 +32,7 @@ use async_trait::async_trait;
 use super::message::{Barrier, Watermark};
 use super::StreamResult;
 use ebbflow_common::{Bitmap, StreamChunk, StreamChunkBuilder};
+pub use ebbflow_storage::state_table::Committed;
 
 #[async_trait]
 pub trait Executor: Send {
@@ -58,15 +60,18 @@ pub trait Executor: Send {
         Ok(Vec::new())
     }
 
-    /// Flush pending output into `out` and commit state at
-    /// `barrier.epoch.prev`. Called once per barrier, before it is forwarded.
+    /// Flush pending output into `out` and commit every state table at
+    /// `barrier.epoch.prev`. Called once per barrier, before it is
+    /// forwarded: the actor forwards it only with the [`Committed`] this
+    /// returns, which only committing the tables makes. The default is
+    /// for executors without state.
     async fn process_barrier(
         &mut self,
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
+    ) -> StreamResult<Committed> {
         let _ = (barrier, out);
-        Ok(())
+        Ok(Committed::nothing())
     }
 
     /// After the barrier was forwarded and reported: emit output that

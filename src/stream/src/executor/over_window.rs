@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 
-use super::{ChunkBuilder, Executor};
+use super::{ChunkBuilder, Committed, Executor};
 use crate::message::Barrier;
 use crate::StreamResult;
 use ebbflow_common::encoding::encode_key_row;
@@ -250,7 +250,7 @@ impl Executor for OverWindowExecutor {
         &mut self,
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
+    ) -> StreamResult<Committed> {
         let dirty: Vec<Vec<Datum>> = self
             .partitions
             .iter()
@@ -286,10 +286,10 @@ impl Executor for OverWindowExecutor {
             }
         }
         b.finish(out);
-        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
+        let committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
         self.barriers += 1;
         self.evict();
-        Ok(())
+        Ok(committed)
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
@@ -336,7 +336,8 @@ mod tests {
         )
         .await
         .expect("chunk");
-        w.process_barrier(&barrier(2), &mut out)
+        let _ = w
+            .process_barrier(&barrier(2), &mut out)
             .await
             .expect("barrier");
         let mut got = pretty(&out);
@@ -351,7 +352,8 @@ mod tests {
         )
         .await
         .expect("chunk");
-        w.process_barrier(&barrier(3), &mut out)
+        let _ = w
+            .process_barrier(&barrier(3), &mut out)
             .await
             .expect("barrier");
         let mut got = pretty(&out);
@@ -394,7 +396,8 @@ mod tests {
         w.process_chunk(0, StreamChunk::from_pretty(&rows.join("\n"), &ty), &mut out)
             .await
             .expect("chunk");
-        w.process_barrier(&barrier(2), &mut out)
+        let _ = w
+            .process_barrier(&barrier(2), &mut out)
             .await
             .expect("barrier");
         assert_eq!(pretty(&out).len(), n as usize);
@@ -405,7 +408,8 @@ mod tests {
         w.process_chunk(0, StreamChunk::from_pretty(&more.join("\n"), &ty), &mut out)
             .await
             .expect("chunk");
-        w.process_barrier(&barrier(3), &mut out)
+        let _ = w
+            .process_barrier(&barrier(3), &mut out)
             .await
             .expect("barrier");
         let got = pretty(&out);

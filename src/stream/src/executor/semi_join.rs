@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 
 use super::hash_join::JoinSide;
-use super::{ChunkBuilder, Executor};
+use super::{ChunkBuilder, Committed, Executor};
 use crate::message::Barrier;
 use crate::StreamResult;
 use ebbflow_common::{Bitmap, Datum, FastHashMap, Op, Row, ScalarValue, StreamChunk};
@@ -315,13 +315,12 @@ impl Executor for SemiJoinExecutor {
         &mut self,
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
-        let _committed = self
+    ) -> StreamResult<Committed> {
+        let left = self
             .left
             .table
             .commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        self.right.commit(barrier)?;
-        Ok(())
+        Ok(left.and(self.right.commit(barrier)?))
     }
 
     async fn update_vnodes(&mut self, new: &Bitmap) {
@@ -428,7 +427,7 @@ mod tests {
         assert!(feed(&mut j, 0, "+ 1 7").await.is_empty());
         assert_eq!(feed(&mut j, 1, "+ 10 7\n+ 11 7").await, vec!["+ 1 7"]);
         let mut out = vec![];
-        j.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let _ = j.process_barrier(&barrier(2), &mut out).await.unwrap();
         // A new executor over the same state: cold caches, stored degrees.
         let mut j = join(&s, true, true, false);
         assert!(feed(&mut j, 1, "- 10 7").await.is_empty());

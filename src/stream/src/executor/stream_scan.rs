@@ -28,7 +28,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use super::Executor;
+use super::{Committed, Executor};
 use crate::build::BuildStateTable;
 use crate::message::Barrier;
 use crate::{StreamError, StreamResult};
@@ -269,13 +269,14 @@ impl Executor for StreamScanExecutor {
         &mut self,
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
-        if let Some(b) = &mut self.backfill {
-            let _committed = b
+    ) -> StreamResult<Committed> {
+        Ok(match &mut self.backfill {
+            Some(b) => b
                 .progress_table
-                .commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        }
-        Ok(())
+                .commit(barrier.epoch.prev, barrier.epoch.curr)?,
+            // Forwarding only: no progress kept.
+            None => Committed::nothing(),
+        })
     }
 
     async fn after_barrier(

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 
-use super::{ChunkBuilder, Executor};
+use super::{ChunkBuilder, Committed, Executor};
 use crate::message::Barrier;
 use crate::StreamResult;
 use ebbflow_common::encoding::encode_key_row;
@@ -131,7 +131,7 @@ impl Executor for TopNExecutor {
         &mut self,
         barrier: &Barrier,
         out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
+    ) -> StreamResult<Committed> {
         self.ensure_loaded().await?;
         if self.dirty {
             self.dirty = false;
@@ -150,8 +150,7 @@ impl Executor for TopNExecutor {
             b.finish(out);
             self.emitted = new;
         }
-        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        Ok(())
+        Ok(self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?)
     }
 }
 
@@ -180,7 +179,7 @@ mod tests {
         )
         .await
         .unwrap();
-        top.process_barrier(&barrier(2), &mut out).await.unwrap();
+        let _ = top.process_barrier(&barrier(2), &mut out).await.unwrap();
         let mut got = pretty(&out);
         got.sort();
         // NULLS FIRST for DESC, as in PostgreSQL
@@ -189,7 +188,7 @@ mod tests {
         top.process_chunk(0, StreamChunk::from_pretty("- 4 .", &ty), &mut out)
             .await
             .unwrap();
-        top.process_barrier(&barrier(3), &mut out).await.unwrap();
+        let _ = top.process_barrier(&barrier(3), &mut out).await.unwrap();
         assert_eq!(pretty(&out), vec!["- 4 .", "+ 3 20"]);
     }
 }

@@ -27,7 +27,7 @@ use arrow_buffer::BooleanBufferBuilder;
 use async_trait::async_trait;
 
 use super::project::log_errors;
-use super::Executor;
+use super::{Committed, Executor};
 use crate::message::{Barrier, Watermark};
 use crate::StreamResult;
 use ebbflow_common::{Bitmap, Op, ScalarValue, StreamChunk};
@@ -176,9 +176,8 @@ impl Executor for WatermarkFilterExecutor {
         &mut self,
         barrier: &Barrier,
         _out: &mut Vec<StreamChunk>,
-    ) -> StreamResult<()> {
-        let _committed = self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?;
-        Ok(())
+    ) -> StreamResult<Committed> {
+        Ok(self.table.commit(barrier.epoch.prev, barrier.epoch.curr)?)
     }
 
     async fn after_barrier(
@@ -234,7 +233,8 @@ mod tests {
             f.process_watermarks(&[vec![]]).await.expect("watermarks"),
             vec![Watermark::new(1, ScalarValue::Int64(40))]
         );
-        f.process_barrier(&barrier(2), &mut out)
+        let _ = f
+            .process_barrier(&barrier(2), &mut out)
             .await
             .expect("barrier");
         let mut out = Vec::new();
@@ -247,7 +247,8 @@ mod tests {
             f.process_watermarks(&[vec![]]).await.expect("watermarks"),
             vec![Watermark::new(1, ScalarValue::Int64(40))]
         );
-        f.process_barrier(&barrier(3), &mut out)
+        let _ = f
+            .process_barrier(&barrier(3), &mut out)
             .await
             .expect("barrier");
         s.commit(2);
@@ -284,7 +285,7 @@ mod tests {
             .process_watermarks(&[vec![]])
             .await
             .expect("watermarks");
-        ahead
+        let _ = ahead
             .process_barrier(&barrier(2), &mut out)
             .await
             .expect("barrier");
@@ -304,7 +305,7 @@ mod tests {
             vec![Watermark::new(1, ScalarValue::Int64(16))],
             "its own rows' watermark: the peer's epoch is not committed yet"
         );
-        behind
+        let _ = behind
             .process_barrier(&barrier(2), &mut Vec::new())
             .await
             .expect("barrier");

@@ -20,6 +20,7 @@ use crate::message::Watermark;
 use ebbflow_common::TableId;
 use ebbflow_common::{Bitmap, DataType, Op, ScalarValue, StreamChunk};
 use ebbflow_plan::source::{split_vnode, Connector, DatagenDesc, SplitSourceDesc};
+use ebbflow_storage::state_table::Committed;
 use ebbflow_storage::{StateTable, StorageResult};
 
 /// A watermark as a number: microseconds of a timestamp, days of a date.
@@ -384,7 +385,7 @@ impl SourceReader {
 
     /// Save the splits' progress at the epoch the barrier closes; `next`
     /// is the epoch it opens.
-    pub fn commit(&mut self, epoch: u64, next: u64) -> StorageResult<()> {
+    pub fn commit(&mut self, epoch: u64, next: u64) -> StorageResult<Committed> {
         for split in &mut self.splits {
             if let Some(h) = split.highest.take() {
                 if split.watermark.as_ref().is_none_or(|w| h > *w) {
@@ -413,10 +414,10 @@ impl SourceReader {
                 ),
             }
         }
-        let _committed = self.state.commit(epoch, next)?;
+        let committed = self.state.commit(epoch, next)?;
         self.prev_epoch_rows = std::mem::take(&mut self.epoch_rows);
         self.uncommitted = Some(epoch);
-        Ok(())
+        Ok(committed)
     }
 }
 
@@ -471,7 +472,7 @@ mod tests {
         for _ in 0..3 {
             r.next_chunk();
         }
-        r.commit(5, 6).unwrap(); // epoch 5 has 3000 rows, not yet committed
+        let _ = r.commit(5, 6).unwrap(); // epoch 5 has 3000 rows, not yet committed
         for _ in 0..3 {
             assert!(!r.throttled(4));
             r.next_chunk();
@@ -479,7 +480,7 @@ mod tests {
         assert!(r.throttled(4), "as many rows as the uncommitted epoch");
         assert!(!r.throttled(5), "released by the commit");
         r.next_chunk();
-        r.commit(6, 7).unwrap(); // 4000 rows
+        let _ = r.commit(6, 7).unwrap(); // 4000 rows
         for _ in 0..4 {
             assert!(!r.throttled(5));
             r.next_chunk();
@@ -492,7 +493,7 @@ mod tests {
     #[tokio::test]
     async fn a_small_epoch_still_lets_one_batch_through() {
         let mut r = reader(100).await; // batches of 5
-        r.commit(1, 2).unwrap(); // an empty epoch
+        let _ = r.commit(1, 2).unwrap(); // an empty epoch
         assert!(!r.throttled(0));
         r.next_chunk();
         assert!(r.throttled(0));
@@ -520,8 +521,8 @@ mod tests {
                 seen.extend(r.next_chunk().rows().map(|(_, row)| row[0].clone()));
             }
         }
-        a.commit(1, 2).unwrap();
-        b.commit(1, 2).unwrap();
+        let _ = a.commit(1, 2).unwrap();
+        let _ = b.commit(1, 2).unwrap();
         let mut c = SourceReader::new(d, state(&store, Bitmap::full()));
         c.load().await.unwrap();
         while c.is_active() {
