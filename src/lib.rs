@@ -71,11 +71,12 @@ pub use ebbflow_common as common;
 pub use ebbflow_expr as expr;
 /// Client sessions: statements from parse to result.
 pub mod frontend;
+/// Meta: catalog, cluster, placement, scaling, barrier manager (the
+/// `ebbflow-meta` crate).
+pub use ebbflow_meta as meta;
 /// State on object storage: epoch files, versions, block cache, compaction
 /// (a module of the `ebbflow-storage` crate).
 pub use ebbflow_storage::lsm;
-/// Meta: catalog, cluster, placement, barrier manager.
-pub mod meta;
 /// Prometheus metrics and their `/metrics` endpoint.
 pub mod metrics;
 /// The PostgreSQL wire protocol server.

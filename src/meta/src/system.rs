@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind};
 use super::service::MetaState;
-use crate::common::{DataType, Datum, Row, ScalarValue};
-use crate::storage::SstInfo;
+use ebbflow_common::{DataType, Datum, Row, ScalarValue};
+use ebbflow_storage::SstInfo;
 
 type Col = (&'static str, DataType);
 
@@ -135,12 +135,12 @@ pub struct SourceFragment {
     fragment_id: u32,
     source: String,
     splits: u32,
-    progress_table: crate::meta::catalog::TableId,
+    progress_table: crate::catalog::TableId,
 }
 
 /// Every source fragment (read under meta's lock, before the scans).
 pub fn source_fragments(st: &MetaState) -> Vec<SourceFragment> {
-    use crate::plan::SourceDesc;
+    use ebbflow_plan::SourceDesc;
     let name = |id| {
         st.relations
             .get(&id)
@@ -167,14 +167,14 @@ pub fn source_fragments(st: &MetaState) -> Vec<SourceFragment> {
 /// committed with the last epoch; splits not started show 0.
 pub async fn source_progress_rows(
     fragments: Vec<SourceFragment>,
-    snapshot: &dyn crate::storage::ReadSnapshot,
-) -> crate::storage::StorageResult<Vec<Row>> {
+    snapshot: &dyn ebbflow_storage::ReadSnapshot,
+) -> ebbflow_storage::StorageResult<Vec<Row>> {
     let mut out = Vec::new();
     for f in fragments {
-        let stored = crate::storage::state_table::scan_table_committed(
+        let stored = ebbflow_storage::state_table::scan_table_committed(
             snapshot,
             f.progress_table,
-            &crate::plan::source::progress_types(),
+            &ebbflow_plan::source::progress_types(),
             None,
         )
         .await?;
@@ -211,7 +211,7 @@ fn bigint(v: u64) -> Datum {
 /// Rows of `rw_hummock_version` (one per level, L0 first, levels without
 /// files included up to the deepest one) and `rw_state_files`.
 pub fn state_rows(name: &str, version_id: u64, epoch: u64, files: &[SstInfo]) -> Vec<Row> {
-    let table = |k: &[u8]| crate::lsm::version::table_of(k).and_then(int);
+    let table = |k: &[u8]| ebbflow_storage::lsm::version::table_of(k).and_then(int);
     match name {
         "rw_hummock_version" => {
             let depth = files.iter().map(|f| f.level).max().unwrap_or(0);
@@ -258,7 +258,7 @@ pub fn system_relation(name: &str) -> Option<Arc<RelationDesc>> {
 }
 
 /// The descriptor of a system relation computed on each read.
-pub(crate) fn system_desc(id: u32, name: &str, cols: &[Col]) -> Arc<RelationDesc> {
+pub fn system_desc(id: u32, name: &str, cols: &[Col]) -> Arc<RelationDesc> {
     Arc::new(RelationDesc {
         id,
         name: name.to_string(),

@@ -14,11 +14,11 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::plan::Mutation;
-use crate::storage::{EpochCommitter, SstInfo, StateStore};
-use crate::stream::actor::ComputeEvent;
-use crate::stream::compute_node::{ComputeClient, WorkerId};
-use crate::stream::message::{ActorId, Barrier, Epoch};
+use ebbflow_plan::Mutation;
+use ebbflow_storage::{EpochCommitter, SstInfo, StateStore};
+use ebbflow_stream::actor::ComputeEvent;
+use ebbflow_stream::compute_node::{ComputeClient, WorkerId};
+use ebbflow_stream::message::{ActorId, Barrier, Epoch};
 
 /// Whether the cluster is failed — from a failure until the first barrier
 /// of the recovery is injected — and how many failures there were. DML
@@ -118,7 +118,7 @@ pub struct ResetInfo {
     pub sources: Vec<(WorkerId, ActorId)>,
     /// Writes of meta's own to commit with the reset barrier's epoch,
     /// before any actor runs (a state key migration).
-    pub writes: Vec<crate::storage::KeyedWrite>,
+    pub writes: Vec<ebbflow_storage::KeyedWrite>,
 }
 
 pub struct BarrierManager {
@@ -425,7 +425,7 @@ impl BarrierManager {
                 if let Some(tx) = readable.take() {
                     let _ = tx.send(());
                 }
-                crate::metrics::barrier_committed(prev, started.elapsed());
+                ebbflow_metrics::barrier_committed(prev, started.elapsed());
                 Ok(prev)
             }
             Err(e) => {
@@ -438,7 +438,7 @@ impl BarrierManager {
 
     /// Sync epoch `prev` everywhere it was written: meta's store (which
     /// the playground's nodes share) and each node with a store of its own.
-    async fn sync_all(&self, prev: u64) -> crate::storage::StorageResult<Vec<SstInfo>> {
+    async fn sync_all(&self, prev: u64) -> ebbflow_storage::StorageResult<Vec<SstInfo>> {
         let nodes: Vec<Arc<dyn ComputeClient>> = self.nodes.read().values().cloned().collect();
         let (shared, own) = tokio::join!(
             self.store.sync(prev),

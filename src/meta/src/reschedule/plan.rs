@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::meta::cluster::UnitId;
-use crate::meta::fragment::Edge;
-use crate::meta::graph::EdgeSpec;
-use crate::meta::{MetaError, MetaResult};
-use crate::stream::message::FragmentId;
+use crate::cluster::UnitId;
+use crate::fragment::Edge;
+use crate::graph::EdgeSpec;
+use crate::{MetaError, MetaResult};
+use ebbflow_stream::message::FragmentId;
 
 /// Units to remove from and add to one fragment.
 #[derive(Clone, Debug, Default, PartialEq)]

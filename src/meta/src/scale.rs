@@ -10,9 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{Bitmap, VirtualNode, VNODE_COUNT};
-use crate::stream::compute_node::WorkerId;
-use crate::stream::message::ActorId;
+use ebbflow_common::{Bitmap, VirtualNode, VNODE_COUNT};
+use ebbflow_stream::compute_node::WorkerId;
+use ebbflow_stream::message::ActorId;
 
 /// One actor of a fragment and where it runs.
 #[derive(Clone, Debug)]
@@ -128,7 +128,7 @@ pub fn rebalance(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::fragment::even_bitmaps;
+    use crate::fragment::even_bitmaps;
 
     fn owners(n: usize) -> Vec<Owner> {
         even_bitmaps(n)

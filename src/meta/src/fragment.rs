@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{ActorId, FragmentId};
-use crate::common::{Bitmap, VirtualNode, VNODE_COUNT};
-use crate::meta::catalog::TableId;
-use crate::meta::cluster::UnitId;
-use crate::meta::graph::EdgeSpec;
-use crate::plan::{ActorDesc, NodeDesc, SourceDesc};
-use crate::plan::{DispatcherDesc, DispatcherKind};
-use crate::stream::compute_node::WorkerId;
+use crate::catalog::TableId;
+use crate::cluster::UnitId;
+use crate::graph::EdgeSpec;
+use ebbflow_common::{ActorId, FragmentId};
+use ebbflow_common::{Bitmap, VirtualNode, VNODE_COUNT};
+use ebbflow_plan::{ActorDesc, NodeDesc, SourceDesc};
+use ebbflow_plan::{DispatcherDesc, DispatcherKind};
+use ebbflow_stream::compute_node::WorkerId;
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ActorInfo {

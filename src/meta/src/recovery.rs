@@ -13,8 +13,8 @@ use super::fragment::actor_desc;
 use super::key_format;
 use super::service::Meta;
 use super::{MetaError, MetaResult};
-use crate::stream::compute_node::WorkerId;
-use crate::stream::message::FragmentId;
+use ebbflow_stream::compute_node::WorkerId;
+use ebbflow_stream::message::FragmentId;
 
 /// Runs a recovery whenever the barrier manager reports a failure.
 pub(super) async fn recovery_loop(
@@ -69,7 +69,7 @@ impl Meta {
         let _ = self
             .services
             .events
-            .send(crate::stream::actor::ComputeEvent::Recover {
+            .send(ebbflow_stream::actor::ComputeEvent::Recover {
                 reason: reason.to_string(),
             });
     }
@@ -78,7 +78,7 @@ impl Meta {
     /// them here).
     pub fn events_sender(
         &self,
-    ) -> tokio::sync::mpsc::UnboundedSender<crate::stream::actor::ComputeEvent> {
+    ) -> tokio::sync::mpsc::UnboundedSender<ebbflow_stream::actor::ComputeEvent> {
         self.services.events.clone()
     }
 
@@ -133,7 +133,7 @@ impl Meta {
             for f in st.fragments.values() {
                 for a in &f.actors {
                     actors.push(a.actor_id);
-                    if !matches!(f.source, crate::plan::SourceDesc::None) {
+                    if !matches!(f.source, ebbflow_plan::SourceDesc::None) {
                         sources.push((a.worker, a.actor_id));
                     }
                     per_worker.entry(a.worker).or_default().push(actor_desc(

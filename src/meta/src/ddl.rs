@@ -10,11 +10,11 @@ use super::fragment::{actor_desc, dispatcher_desc, even_bitmaps, ActorInfo, Edge
 use super::graph::{PlanGraph, Upstream};
 use super::service::{Meta, Parallelism, RelationEntry};
 use super::{MetaError, MetaResult};
-use crate::common::{ActorId, FragmentId};
-use crate::common::{Bitmap, ScalarValue};
-use crate::plan::Mutation;
-use crate::plan::NodeDesc;
-use crate::stream::compute_node::WorkerId;
+use ebbflow_common::{ActorId, FragmentId};
+use ebbflow_common::{Bitmap, ScalarValue};
+use ebbflow_plan::Mutation;
+use ebbflow_plan::NodeDesc;
+use ebbflow_stream::compute_node::WorkerId;
 
 impl Meta {
     /// Create a relation's streaming job from its plan and wait until it is
@@ -127,11 +127,11 @@ impl Meta {
             }
             let mut add_actors = Vec::new();
             let mut add_sources = Vec::new();
-            let mut descs: Vec<(WorkerId, crate::plan::ActorDesc)> = Vec::new();
+            let mut descs: Vec<(WorkerId, ebbflow_plan::ActorDesc)> = Vec::new();
             for f in &new_frags {
                 for a in &f.actors {
                     add_actors.push(a.actor_id);
-                    if !matches!(f.source, crate::plan::SourceDesc::None) {
+                    if !matches!(f.source, ebbflow_plan::SourceDesc::None) {
                         add_sources.push((a.worker, a.actor_id));
                     }
                     descs.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));
@@ -253,17 +253,19 @@ impl Meta {
         };
         let snapshot = self.store.snapshot();
         for t in progress_tables {
-            let prefix = crate::storage::table_prefix(t);
-            let rows = snapshot.scan(crate::storage::prefix_range(&prefix)).await?;
+            let prefix = ebbflow_storage::table_prefix(t);
+            let rows = snapshot
+                .scan(ebbflow_storage::prefix_range(&prefix))
+                .await?;
             let mut done = 0;
             for (_, v) in rows {
-                let row = crate::common::encoding::decode_row_tagged(&v)
+                let row = ebbflow_common::encoding::decode_row_tagged(&v)
                     .map_err(|e| MetaError::internal(e.to_string()))?;
                 if matches!(row.first(), Some(Some(ScalarValue::Boolean(true)))) {
                     done += 1;
                 }
             }
-            if done < crate::common::VNODE_COUNT {
+            if done < ebbflow_common::VNODE_COUNT {
                 return Ok(Some(false));
             }
         }

@@ -1,7 +1,7 @@
 //! A job's fragment graph as planned: what meta schedules.
 
-use crate::meta::catalog::{ColumnDesc, TableId};
-use crate::plan::{NodeDesc, SourceDesc, StateTableDesc};
+use crate::catalog::{ColumnDesc, TableId};
+use ebbflow_plan::{NodeDesc, SourceDesc, StateTableDesc};
 
 /// How rows cross from an upstream fragment into a downstream one.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

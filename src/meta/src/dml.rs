@@ -8,9 +8,9 @@ use std::sync::Arc;
 use super::catalog::TableId;
 use super::service::Meta;
 use super::{MetaError, MetaResult};
-use crate::common::encoding::vnode_of;
-use crate::common::{Op, ScalarValue, StreamChunk, StreamChunkBuilder};
-use crate::stream::message::{ActorId, Message};
+use ebbflow_common::encoding::vnode_of;
+use ebbflow_common::{Op, ScalarValue, StreamChunk, StreamChunkBuilder};
+use ebbflow_stream::message::{ActorId, Message};
 
 /// How long DML waits for a recovery before giving up.
 const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -20,7 +20,7 @@ const RECOVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 pub struct TableRoute {
     pub pk: Vec<usize>,
     pub mapping: Vec<ActorId>,
-    pub senders: HashMap<ActorId, crate::stream::channel::Sender>,
+    pub senders: HashMap<ActorId, ebbflow_stream::channel::Sender>,
     /// Generates hidden row ids (tables without primary key).
     pub row_id_col: Option<usize>,
 }

@@ -13,12 +13,12 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::lsm::compactor::CompactionOptions;
-use crate::lsm::sst::{Compression, SstOptions};
-use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
-use crate::meta::store::MetaStore;
-use crate::meta::versions::{VersionManager, VersionOptions};
-use crate::storage::{prefix_range, EpochCommitter, StateStore};
+use crate::store::MetaStore;
+use crate::versions::{VersionManager, VersionOptions};
+use ebbflow_storage::lsm::compactor::CompactionOptions;
+use ebbflow_storage::lsm::sst::{Compression, SstOptions};
+use ebbflow_storage::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
+use ebbflow_storage::{prefix_range, EpochCommitter, StateStore};
 
 struct Dir(PathBuf);
 
@@ -106,11 +106,11 @@ async fn contract() {
     let dir = Dir::new("contract");
     let (s, v) = tiny_options();
     let o = open(&dir, &s, &v).await;
-    crate::storage::contract::check_state_store(&*o.store, &*o.versions).await;
+    ebbflow_storage::contract::check_state_store(&*o.store, &*o.versions).await;
 }
 
 fn key(table: u32, k: u32) -> Bytes {
-    let mut v = crate::storage::vnode_prefix(table, (k % 256) as u16);
+    let mut v = ebbflow_storage::vnode_prefix(table, (k % 256) as u16);
     v.extend_from_slice(&k.to_be_bytes());
     Bytes::from(v)
 }
@@ -118,7 +118,7 @@ fn key(table: u32, k: u32) -> Bytes {
 type Model = BTreeMap<Bytes, Bytes>;
 
 /// Writes `writes` as epoch `epoch`, uploads and commits it.
-async fn commit_writes(o: &Opened, epoch: u64, writes: Vec<crate::storage::KeyedWrite>) {
+async fn commit_writes(o: &Opened, epoch: u64, writes: Vec<ebbflow_storage::KeyedWrite>) {
     o.store.ingest(epoch, writes).expect("ingest");
     let files = o.store.sync(epoch).await.expect("sync");
     o.versions
@@ -274,7 +274,7 @@ async fn dropped_tables_leave_the_files() {
         .commit_epoch(7, files, None)
         .await
         .expect("commit");
-    let t5 = prefix_range(&crate::storage::table_prefix(5));
+    let t5 = prefix_range(&ebbflow_storage::table_prefix(5));
     assert!(o
         .store
         .scan(t5.clone(), false)
@@ -335,7 +335,7 @@ async fn uploads_cache_blocks_of_tables_being_read() {
     let dir = Dir::new("warm");
     let (s, v) = tiny_options();
     let o = open(&dir, &s, &v).await;
-    let both = |epoch: u64| -> Vec<crate::storage::KeyedWrite> {
+    let both = |epoch: u64| -> Vec<ebbflow_storage::KeyedWrite> {
         (0..40)
             .flat_map(|i| [key(1, i), key(2, i)])
             .map(|k| (k, Some(Bytes::from(format!("v{epoch}")))))

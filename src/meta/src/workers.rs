@@ -19,9 +19,9 @@ use super::cluster::{host_of, UnitId, Worker, WorkerState};
 use super::reschedule::{FragmentChange, ScaleKind, ScaleSummary};
 use super::service::{Meta, MetaState, Parallelism};
 use super::{MetaError, MetaResult};
-use crate::stream::actor::ComputeEvent;
-use crate::stream::compute_node::{ComputeClient, ComputeNode, WorkerId, HEARTBEAT_INTERVAL};
-use crate::stream::message::FragmentId;
+use ebbflow_stream::actor::ComputeEvent;
+use ebbflow_stream::compute_node::{ComputeClient, ComputeNode, WorkerId, HEARTBEAT_INTERVAL};
+use ebbflow_stream::message::FragmentId;
 
 /// A node whose heartbeat is older than this is down (its heartbeat task
 /// ending is noticed at the next detector tick).
@@ -532,7 +532,7 @@ impl Meta {
     /// `ALTER SYSTEM SET backfill_rows_per_barrier`.
     pub fn set_backfill_rows_per_barrier(&self, rows: usize) {
         self.state.lock().params.backfill_rows_per_barrier = rows;
-        crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(rows);
+        ebbflow_stream::executor::stream_scan::set_backfill_rows_per_barrier(rows);
         self.persist_catalog_soon();
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, SessionInfo, TableId};
 use super::service::MetaState;
 use super::system::{system_desc, SYSTEM_RELATIONS};
-use crate::common::{DataType, Datum, Row, ScalarValue};
+use ebbflow_common::{DataType, Datum, Row, ScalarValue};
 
 type Col = (&'static str, DataType);
 

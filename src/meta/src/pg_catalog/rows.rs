@@ -36,7 +36,7 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                     int(0),
                     int(0),
                     int(0),
-                    Some(ScalarValue::Float32(crate::common::F64(-1.0))),
+                    Some(ScalarValue::Float32(ebbflow_common::F64(-1.0))),
                     int(0),
                     int(0),
                     boolean(index.is_some()),
@@ -489,7 +489,7 @@ const OTHER_ROLE_OID_BASE: i64 = 16_000;
 
 /// `(name, oid)` of every role: the session's user first.
 fn roles<'a>(
-    st: &'a crate::meta::service::MetaState,
+    st: &'a crate::service::MetaState,
     user: &'a str,
 ) -> impl Iterator<Item = (&'a str, i64)> + 'a {
     std::iter::once((user, i64::from(ROLE_OID))).chain(

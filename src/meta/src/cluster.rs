@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::stream::compute_node::{ComputeClient, WorkerId};
+use ebbflow_stream::compute_node::{ComputeClient, WorkerId};
 
-pub use crate::common::UnitId;
+pub use ebbflow_common::UnitId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WorkerState {
@@ -62,16 +62,16 @@ impl ComputeClient for Unconnected {
     }
     fn kill(&self) {}
     fn inject_panic(&self) {}
-    async fn build_actors(&self, _descs: Vec<crate::plan::ActorDesc>) -> Result<(), String> {
+    async fn build_actors(&self, _descs: Vec<ebbflow_plan::ActorDesc>) -> Result<(), String> {
         Err("the compute process has not registered yet".into())
     }
     fn local_sender(
         &self,
-        _actor: crate::stream::message::ActorId,
-    ) -> Option<crate::stream::channel::Sender> {
+        _actor: ebbflow_stream::message::ActorId,
+    ) -> Option<ebbflow_stream::channel::Sender> {
         None
     }
-    fn forget_actors(&self, _ids: &[crate::stream::message::ActorId]) {}
+    fn forget_actors(&self, _ids: &[ebbflow_stream::message::ActorId]) {}
     fn abort_all(&self) {}
     async fn reset(&self, _generation: u64) -> Result<(), String> {
         Err("the compute process has not registered yet".into())
@@ -204,9 +204,9 @@ impl<'a> Placement<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::MemoryStateStore;
-    use crate::stream::compute_node::{ComputeNode, NodeServices};
-    use crate::stream::exchange::ExchangeRegistry;
+    use ebbflow_storage::MemoryStateStore;
+    use ebbflow_stream::compute_node::{ComputeNode, NodeServices};
+    use ebbflow_stream::exchange::ExchangeRegistry;
 
     /// `units[i]` units on node i + 1, unit ids in node order.
     fn cluster(units: &[u32]) -> BTreeMap<WorkerId, Worker> {

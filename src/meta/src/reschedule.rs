@@ -22,13 +22,13 @@ use super::graph::EdgeSpec;
 use super::scale::{rebalance, Owner};
 use super::service::{Meta, MetaState, Parallelism, ScaleRecord};
 use super::{MetaError, MetaResult};
-use crate::common::Bitmap;
-use crate::common::{ActorId, FragmentId};
-use crate::meta::catalog::TableId;
-use crate::meta::cluster::UnitId;
-use crate::plan::SourceDesc;
-use crate::plan::{DispatcherUpdate, Mutation, UpdateMutation};
-use crate::stream::compute_node::WorkerId;
+use crate::catalog::TableId;
+use crate::cluster::UnitId;
+use ebbflow_common::Bitmap;
+use ebbflow_common::{ActorId, FragmentId};
+use ebbflow_plan::SourceDesc;
+use ebbflow_plan::{DispatcherUpdate, Mutation, UpdateMutation};
+use ebbflow_stream::compute_node::WorkerId;
 
 mod plan;
 
@@ -98,7 +98,7 @@ pub(super) fn fragment_layout(
         let moved = if removed.is_empty() {
             0
         } else {
-            crate::common::VNODE_COUNT
+            ebbflow_common::VNODE_COUNT
         };
         let keep: Vec<(ActorId, Bitmap)> = f
             .actors
@@ -158,7 +158,7 @@ pub(super) fn fragment_layout(
 /// Vnodes whose owner's compute node differs between two layouts.
 fn vnodes_across_workers(old: &[ActorInfo], new: &[ActorInfo]) -> usize {
     let worker_of = |actors: &[ActorInfo]| {
-        let mut m = vec![None; crate::common::VNODE_COUNT];
+        let mut m = vec![None; ebbflow_common::VNODE_COUNT];
         for a in actors {
             for v in a.vnodes.iter() {
                 m[v as usize] = Some(a.worker);
@@ -525,7 +525,7 @@ impl Meta {
                     }
                 }
             }
-            let mut descs: Vec<(WorkerId, crate::plan::ActorDesc)> = Vec::new();
+            let mut descs: Vec<(WorkerId, ebbflow_plan::ActorDesc)> = Vec::new();
             let mut add_sources = Vec::new();
             let mut tables = Vec::new();
             for fid in plan.keys() {

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::common::{DataType, Field};
-use crate::plan::{OnConflict, WatermarkDesc};
+use ebbflow_common::{DataType, Field};
+use ebbflow_plan::{OnConflict, WatermarkDesc};
 
 /// Id of a table, MV, system relation or internal state table.
-pub use crate::common::TableId;
+pub use ebbflow_common::TableId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RelationKind {

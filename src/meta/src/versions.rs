@@ -28,9 +28,9 @@ use parking_lot::{Mutex, RwLock};
 
 use super::catalog::TableId;
 use super::store::{FileRow, MetaStore, MetaStoreError, VersionUpdate};
-use crate::lsm::compactor::{self, CompactionOptions, Pick};
-use crate::lsm::{LsmStateStore, SstStore, Version, VersionDelta};
-use crate::storage::{EpochCommitter, SstInfo, StorageError, StorageResult, WRITE_STALL_MAX};
+use ebbflow_storage::lsm::compactor::{self, CompactionOptions, Pick};
+use ebbflow_storage::lsm::{LsmStateStore, SstStore, Version, VersionDelta};
+use ebbflow_storage::{EpochCommitter, SstInfo, StorageError, StorageResult, WRITE_STALL_MAX};
 
 /// Background work knobs; tests shrink them.
 #[derive(Clone, Debug)]
@@ -376,7 +376,9 @@ impl VersionManager {
                 .await;
                 let outputs = match result {
                     Ok(o) => {
-                        crate::lsm::fault::crash_point(crate::lsm::fault::CrashPoint::InCompaction);
+                        ebbflow_storage::lsm::fault::crash_point(
+                            ebbflow_storage::lsm::fault::CrashPoint::InCompaction,
+                        );
                         o
                     }
                     Err(e) => {

@@ -25,16 +25,16 @@ use std::collections::{BTreeMap, HashSet};
 use bytes::Bytes;
 
 use super::fragment::Fragment;
-use crate::common::encoding::{
+use crate::catalog::TableId;
+use ebbflow_common::encoding::{
     decode_row, decode_row_tagged, encode_key_ordered, encode_row_tagged, is_canonical, vnode_of,
 };
-use crate::common::{DataType, ElemType, VirtualNode};
-use crate::meta::catalog::TableId;
-use crate::plan::NodeDesc;
-use crate::storage::{
+use ebbflow_common::{DataType, ElemType, VirtualNode};
+use ebbflow_plan::NodeDesc;
+use ebbflow_storage::{
     prefix_range, table_prefix, vnode_prefix, ReadSnapshot, StorageError, StorageResult,
 };
-use crate::stream::message::FragmentId;
+use ebbflow_stream::message::FragmentId;
 
 /// The key format this version writes: 1 = canonical keys. A catalog
 /// without it (0) is from before.

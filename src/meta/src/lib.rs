@@ -55,8 +55,8 @@ impl MetaError {
     }
 }
 
-impl From<crate::storage::StorageError> for MetaError {
-    fn from(e: crate::storage::StorageError) -> Self {
+impl From<ebbflow_storage::StorageError> for MetaError {
+    fn from(e: ebbflow_storage::StorageError) -> Self {
         MetaError::internal(e.to_string())
     }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind};
 use super::service::{Meta, Parallelism, RelationEntry};
 use super::MetaResult;
-use crate::plan::SourceDesc;
-use crate::stream::message::FragmentId;
+use ebbflow_plan::SourceDesc;
+use ebbflow_stream::message::FragmentId;
 
 impl Meta {
     /// Add a source (its options already checked by the connector);
@@ -22,7 +22,7 @@ impl Meta {
         columns: Vec<ColumnDesc>,
         pk: Vec<usize>,
         with_options: std::collections::BTreeMap<String, String>,
-        watermark: Option<crate::plan::WatermarkDesc>,
+        watermark: Option<ebbflow_plan::WatermarkDesc>,
     ) -> MetaResult<()> {
         let _ddl = self.ddl_lock.lock().await;
         {
@@ -62,7 +62,7 @@ impl Meta {
     }
 
     /// The fragments, in every job, that read source `source`.
-    pub fn source_fragments(&self, source: crate::meta::catalog::TableId) -> Vec<FragmentId> {
+    pub fn source_fragments(&self, source: crate::catalog::TableId) -> Vec<FragmentId> {
         self.with_state(|st| {
             st.fragments
                 .values()

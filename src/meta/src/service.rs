@@ -14,13 +14,13 @@ use super::cluster::{host_of, Placement, UnitId, Worker, WorkerInfo, WorkerState
 use super::fragment::{Edge, Fragment};
 use super::graph::UpstreamInfo;
 use super::{MetaError, MetaResult};
-use crate::common::{ActorId, FragmentId};
-use crate::common::{DataType, Row};
-use crate::plan::Mutation;
-use crate::plan::{NodeDesc, StateTableDesc};
-use crate::storage::{EpochCommitter, MemoryStateStore, StateStore};
-use crate::stream::compute_node::{ComputeClient, ComputeNode, NodeServices, WorkerId};
-use crate::stream::exchange::ExchangeRegistry;
+use ebbflow_common::{ActorId, FragmentId};
+use ebbflow_common::{DataType, Row};
+use ebbflow_plan::Mutation;
+use ebbflow_plan::{NodeDesc, StateTableDesc};
+use ebbflow_storage::{EpochCommitter, MemoryStateStore, StateStore};
+use ebbflow_stream::compute_node::{ComputeClient, ComputeNode, NodeServices, WorkerId};
+use ebbflow_stream::exchange::ExchangeRegistry;
 
 /// First id of user relations and internal state tables; ids below are
 /// system catalogs.
@@ -79,7 +79,7 @@ impl Default for SystemParams {
             adaptive_scaling: true,
             adaptive_scaling_interval_ms: 1000,
             backfill_rows_per_barrier:
-                crate::stream::executor::stream_scan::DEFAULT_BACKFILL_ROWS_PER_BARRIER,
+                ebbflow_stream::executor::stream_scan::DEFAULT_BACKFILL_ROWS_PER_BARRIER,
         }
     }
 }
@@ -177,7 +177,7 @@ impl MetaState {
             .sum()
     }
 
-    pub(crate) fn node(&self, worker: WorkerId) -> Option<Arc<dyn ComputeClient>> {
+    pub fn node(&self, worker: WorkerId) -> Option<Arc<dyn ComputeClient>> {
         self.workers.get(&worker).map(|w| w.node.clone())
     }
 }
@@ -270,7 +270,7 @@ impl MetaState {
         self.legacy_keys = p.key_format < super::key_format::KEY_FORMAT;
         self.next_worker_id = self.next_worker_id.max(p.next_worker_id);
         self.next_unit_id = self.next_unit_id.max(p.next_unit_id);
-        crate::stream::executor::stream_scan::set_backfill_rows_per_barrier(
+        ebbflow_stream::executor::stream_scan::set_backfill_rows_per_barrier(
             self.params.backfill_rows_per_barrier,
         );
         // Actors placed on workers this process does not have move to the
@@ -316,10 +316,10 @@ pub struct Meta {
     pub(super) barrier_tx: mpsc::UnboundedSender<BarrierCommand>,
     pub(super) committed: watch::Receiver<u64>,
     /// One DDL (or scale) at a time.
-    pub(crate) ddl_lock: tokio::sync::Mutex<()>,
+    pub ddl_lock: tokio::sync::Mutex<()>,
     /// Held shared by DML while it routes and sends; exclusively while the
     /// layout of a table changes.
-    pub(crate) routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
+    pub routes: tokio::sync::RwLock<HashMap<TableId, Arc<TableRoute>>>,
     pub(super) row_id: AtomicI64,
     pub(super) recoveries: AtomicI64,
     /// Set from a failure until the recovery that follows succeeds.
@@ -521,7 +521,7 @@ impl Meta {
 
     /// Persist the catalog with the next barrier and wait until it is
     /// committed.
-    pub(crate) async fn persist_catalog(&self) -> MetaResult<u64> {
+    pub async fn persist_catalog(&self) -> MetaResult<u64> {
         let meta_snapshot = Some(self.state.lock().snapshot());
         self.barrier_with(BarrierSpec {
             meta_snapshot,
@@ -531,7 +531,7 @@ impl Meta {
     }
 
     /// Persist the catalog with the next barrier, without waiting.
-    pub(crate) fn persist_catalog_soon(&self) {
+    pub fn persist_catalog_soon(&self) {
         let _ = self.send_barrier(BarrierSpec {
             meta_snapshot: Some(self.state.lock().snapshot()),
             ..Default::default()
@@ -539,7 +539,7 @@ impl Meta {
     }
 
     /// Run one barrier; returns the epoch it closed, once committed.
-    pub(crate) async fn barrier_with(&self, spec: BarrierSpec) -> MetaResult<u64> {
+    pub async fn barrier_with(&self, spec: BarrierSpec) -> MetaResult<u64> {
         self.send_barrier(spec)?
             .await
             .map_err(|_| MetaError::internal("barrier manager is gone"))?
@@ -626,10 +626,10 @@ impl Meta {
     /// included).
     pub async fn scan_at(
         &self,
-        snapshot: &dyn crate::storage::ReadSnapshot,
+        snapshot: &dyn ebbflow_storage::ReadSnapshot,
         desc: &RelationDesc,
     ) -> MetaResult<Vec<Row>> {
-        Ok(crate::storage::state_table::scan_table_committed(
+        Ok(ebbflow_storage::state_table::scan_table_committed(
             snapshot,
             desc.id,
             &desc.types(),

@@ -1,7 +1,7 @@
 //! The column lists of the `pg_catalog` and `information_schema` relations.
 
 use super::Col;
-use crate::common::DataType;
+use ebbflow_common::DataType;
 
 const I: DataType = DataType::Int32;
 const V: DataType = DataType::Varchar;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::service::Meta;
 use super::{MetaError, MetaResult};
-use crate::plan::ActorDesc;
-use crate::stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
+use ebbflow_plan::ActorDesc;
+use ebbflow_stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
 
 impl Meta {
     /// Where every placed actor runs, and each worker's address.
