@@ -61,8 +61,9 @@
 //! credit-controlled stream per process pair. Each process writes its own
 //! epoch files; meta commits them together.
 
-/// The batch engine for ad-hoc queries over committed state.
-pub mod batch;
+/// The batch engine for ad-hoc queries over committed state (the
+/// `ebbflow-batch` crate).
+pub use ebbflow_batch as batch;
 /// Values, types, columnar chunks (Arrow arrays), bitmaps and the byte
 /// encodings of rows (the `ebbflow-common` crate).
 pub use ebbflow_common as common;
@@ -84,13 +85,14 @@ pub mod pgwire;
 /// Plans as data: fragments, actors, sources and barrier mutations, as the
 /// planner and meta hand them to the runtime (the `ebbflow-plan` crate).
 pub use ebbflow_plan as plan;
-/// Logical plans and the stream planner that cuts them into fragments.
-pub mod planner;
+/// Logical plans and the stream planner that cuts them into fragments (the
+/// `ebbflow-planner` crate).
+pub use ebbflow_planner as planner;
 /// A cluster of processes: the meta ↔ compute gRPC contract, the compute
 /// process, meta's client of it, and the remote exchange between processes.
 pub mod rpc;
-/// Parsing and binding of SQL.
-pub mod sql;
+/// Parsing and binding of SQL (the `ebbflow-sql` crate).
+pub use ebbflow_sql as sql;
 /// The state store and per-actor state tables (the `ebbflow-storage`
 /// crate).
 pub use ebbflow_storage as storage;

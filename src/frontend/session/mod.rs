@@ -21,13 +21,12 @@ use crate::batch::{self, BatchError, ScanSource};
 use crate::common::{DataType, Datum, Field, Row, ScalarValue};
 use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
 use crate::meta::pg_catalog::{self, pg_relation};
-use crate::meta::service::Parallelism;
 use crate::meta::system::{system_relation, system_rows};
 use crate::meta::{Meta, MetaError};
 use crate::planner::logical::LogicalPlan;
 use crate::planner::stream::Emit;
 use crate::planner::PlanError;
-use crate::sql::{BoundStatement, ParallelismSpec, ParamContext, Statement};
+use crate::sql::{BoundStatement, ParamContext, Statement};
 
 #[cfg(test)]
 pub(crate) use ddl::{create_mv_job, create_table_job};
@@ -576,16 +575,6 @@ impl Session for LocalSession {
         match stmts.first() {
             None => Ok(StatementResult::Empty),
             Some(s) => self.execute(s, &params).await,
-        }
-    }
-}
-
-// Parallelism specs from the binder map onto meta's.
-impl From<ParallelismSpec> for Parallelism {
-    fn from(p: ParallelismSpec) -> Self {
-        match p {
-            ParallelismSpec::Fixed(n) => Parallelism::Fixed(n),
-            ParallelismSpec::Adaptive => Parallelism::Adaptive,
         }
     }
 }

@@ -1,0 +1,109 @@
+//! `generate_series(start, stop [, step])` in FROM, over integer
+//! constants: bound into its rows (a `VALUES`), as drivers use it to
+//! number the elements of a constant array (pgJDBC's type cache numbers
+//! `current_schemas(false)`).
+
+use sqlparser::ast::{FunctionArg, FunctionArgExpr};
+
+use super::scope::Scope;
+use super::Binder;
+use crate::{SqlError, SqlResult};
+use ebbflow_common::{DataType, Field, ScalarValue};
+use ebbflow_expr::Expr;
+use ebbflow_planner::logical::LogicalPlan;
+
+/// More rows than this from one call is refused (54000): the rows are
+/// built while binding.
+const MAX_ROWS: i64 = 1_000_000;
+
+impl Binder<'_> {
+    /// The rows of `generate_series(args)`, as a relation named `name`
+    /// with one column `generate_series`.
+    pub(super) fn bind_generate_series(
+        &mut self,
+        name: &str,
+        args: &[FunctionArg],
+    ) -> SqlResult<(LogicalPlan, Scope)> {
+        if !(2..=3).contains(&args.len()) {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function generate_series with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        }
+        let mut values = Vec::with_capacity(3);
+        let mut ty = DataType::Int32;
+        for a in args {
+            let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = a else {
+                return Err(SqlError::unsupported("named arguments of generate_series"));
+            };
+            let b = self.bind_expr(&Scope::default(), e)?;
+            let e = self.resolve(b, DataType::Int32)?;
+            if !e.return_type().is_integer() {
+                return Err(SqlError::unsupported(format!(
+                    "generate_series over {}",
+                    e.return_type().pg_name()
+                )));
+            }
+            if e.return_type() == DataType::Int64 {
+                ty = DataType::Int64;
+            }
+            match e {
+                Expr::Literal { value, .. } => values.push(value.and_then(|v| v.as_i64())),
+                _ => {
+                    return Err(SqlError::unsupported(
+                        "generate_series with non-constant arguments",
+                    ))
+                }
+            }
+        }
+        let (start, stop, step) = match values.as_slice() {
+            [a, b] => (*a, *b, Some(1)),
+            [a, b, c] => (*a, *b, *c),
+            _ => (None, None, None),
+        };
+        let mut rows = Vec::new();
+        if let (Some(start), Some(stop), Some(step)) = (start, stop, step) {
+            if step == 0 {
+                return Err(SqlError::new("22023", "step size cannot equal zero"));
+            }
+            let count = if (step > 0 && start > stop) || (step < 0 && start < stop) {
+                0
+            } else {
+                (i128::from(stop) - i128::from(start)) / i128::from(step) + 1
+            };
+            if count > i128::from(MAX_ROWS) {
+                return Err(SqlError::new(
+                    "54000",
+                    format!("generate_series of more than {MAX_ROWS} rows"),
+                ));
+            }
+            let mut v = start;
+            for _ in 0..count {
+                let value = match ty {
+                    DataType::Int64 => ScalarValue::Int64(v),
+                    _ => ScalarValue::Int32(
+                        i32::try_from(v)
+                            .map_err(|_| SqlError::new("22003", "integer out of range"))?,
+                    ),
+                };
+                rows.push(vec![Expr::literal(Some(value), ty)]);
+                v = v.saturating_add(step);
+            }
+        }
+        let column = "generate_series".to_string();
+        let plan = LogicalPlan::Values {
+            rows,
+            fields: vec![Field::new(column.clone(), ty)],
+        };
+        let scope = Scope::of_relation(Some(name), [(column, ty, false)]);
+        Ok((plan, scope))
+    }
+}
+
+/// Whether a FROM item's function name is `[pg_catalog.]generate_series`.
+pub(super) fn is_generate_series(schema: Option<&str>, name: &str) -> bool {
+    name == "generate_series" && schema.is_none_or(|s| s == "pg_catalog")
+}
