@@ -89,8 +89,9 @@ pub use ebbflow_plan as plan;
 /// `ebbflow-planner` crate).
 pub use ebbflow_planner as planner;
 /// A cluster of processes: the meta ↔ compute gRPC contract, the compute
-/// process, meta's client of it, and the remote exchange between processes.
-pub mod rpc;
+/// process, meta's client of it, and the remote exchange between processes
+/// (the `ebbflow-rpc` crate).
+pub use ebbflow_rpc as rpc;
 /// Parsing and binding of SQL (the `ebbflow-sql` crate).
 pub use ebbflow_sql as sql;
 /// The state store and per-actor state tables (the `ebbflow-storage`

@@ -2,7 +2,7 @@
 //! into its source actors and reports their collection to meta.
 //!
 //! Meta drives compute nodes through [`ComputeClient`], the Rust face of
-//! the meta ↔ compute contract (`proto/ebbflow/cluster.proto`): the
+//! the meta ↔ compute contract (`src/rpc/proto/ebbflow/cluster.proto`): the
 //! playground's nodes implement it in process ([`ComputeNode`]), a
 //! compute process is reached through its gRPC client
 //! (`rpc::compute::RemoteCompute` in the binary crate).

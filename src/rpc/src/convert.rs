@@ -4,10 +4,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::pb;
-use crate::lsm::Version;
-use crate::storage::SstInfo;
-use crate::stream::actor::ComputeEvent;
-use crate::stream::compute_node::ActorLocations;
+use ebbflow_storage::lsm::Version;
+use ebbflow_storage::SstInfo;
+use ebbflow_stream::actor::ComputeEvent;
+use ebbflow_stream::compute_node::ActorLocations;
 
 pub fn sst_to_pb(f: &SstInfo) -> pb::SstFile {
     pb::SstFile {

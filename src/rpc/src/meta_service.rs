@@ -9,8 +9,8 @@ use tonic::{Request, Response, Status};
 use super::pb::meta_server::{Meta as MetaRpc, MetaServer};
 use super::pb::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
 use super::remote::{MetaLink, RemoteCompute};
-use crate::meta::Meta;
-use crate::stream::compute_node::{ComputeClient, HEARTBEAT_INTERVAL};
+use ebbflow_meta::Meta;
+use ebbflow_stream::compute_node::{ComputeClient, HEARTBEAT_INTERVAL};
 
 struct MetaService {
     meta: Arc<Meta>,

@@ -8,7 +8,7 @@
 //!
 //! Back-pressure is per pair, by credits counted in rows: the sender holds
 //! [`CREDIT_ROWS_PER_PAIR`] credits per pair and spends one per row of a
-//! chunk (as the local channels do, see [`crate::stream::channel`]; a
+//! chunk (as the local channels do, see [`ebbflow_stream::channel`]; a
 //! barrier takes none); the receiver queues a message without waiting and
 //! returns its credits once the message is in the actor's channel. So a slow actor bounds what waits
 //! for it and never stops the stream (HTTP/2's own flow control never
@@ -35,9 +35,9 @@ use super::pb::exchange_client::ExchangeClient;
 use super::pb::exchange_frame::Body;
 use super::pb::{Credit, CreditBatch, ExchangeBatch, ExchangeFrame};
 use super::ClusterSecret;
-use crate::stream::channel::{self as row_channel, credits_of, Sender, CHANNEL_ROWS};
-use crate::stream::codec::{decode_message, encode_message};
-use crate::stream::message::{ActorId, Barrier, Message};
+use ebbflow_stream::channel::{self as row_channel, credits_of, Sender, CHANNEL_ROWS};
+use ebbflow_stream::codec::{decode_message, encode_message};
+use ebbflow_stream::message::{ActorId, Barrier, Message};
 
 /// The upstream id of a source actor's own channel: meta sends DML and
 /// barriers to a compute process as the pair (`INJECT`, source actor).

@@ -22,14 +22,16 @@ use super::pb::exchange_server::ExchangeServer;
 use super::pb::meta_client::MetaClient;
 use super::pb::{self, Ack};
 use super::ClusterSecret;
-use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions, Version};
-use crate::plan::ActorDesc;
-use crate::storage::StateStore;
-use crate::stream::compute_node::{
+use ebbflow_plan::ActorDesc;
+use ebbflow_storage::lsm::{
+    CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions, Version,
+};
+use ebbflow_storage::StateStore;
+use ebbflow_stream::compute_node::{
     ActorLocations, ComputeClient, ComputeNode, NodeServices, WorkerId,
 };
-use crate::stream::exchange::{ExchangeRegistry, RemoteOutputs};
-use crate::stream::message::ActorId;
+use ebbflow_stream::exchange::{ExchangeRegistry, RemoteOutputs};
+use ebbflow_stream::message::ActorId;
 
 /// The largest message a process accepts (a big plan, a big batch).
 pub const MAX_MESSAGE: usize = 256 << 20;
@@ -75,7 +77,7 @@ impl Inbound for Shared {
         generation: u64,
         up: ActorId,
         down: ActorId,
-    ) -> Option<crate::stream::channel::Sender> {
+    ) -> Option<ebbflow_stream::channel::Sender> {
         if up == INJECT {
             if generation != self.registry.generation() {
                 return None;
@@ -88,7 +90,7 @@ impl Inbound for Shared {
 }
 
 impl RemoteOutputs for Shared {
-    fn sender(&self, up: ActorId, down: ActorId) -> Option<crate::stream::channel::Sender> {
+    fn sender(&self, up: ActorId, down: ActorId) -> Option<ebbflow_stream::channel::Sender> {
         let me = self.worker_id.load(Ordering::SeqCst);
         let address = {
             let loc = self.locations.read();

@@ -28,12 +28,12 @@ use super::exchange::{ExchangeSender, INJECT};
 use super::pb;
 use super::pb::compute_client::ComputeClient as PbClient;
 use super::ClusterSecret;
-use crate::lsm::Version;
-use crate::plan::ActorDesc;
-use crate::storage::{SstInfo, StorageError, StorageResult};
-use crate::stream::actor::ComputeEvent;
-use crate::stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
-use crate::stream::message::ActorId;
+use ebbflow_plan::ActorDesc;
+use ebbflow_storage::lsm::Version;
+use ebbflow_storage::{SstInfo, StorageError, StorageResult};
+use ebbflow_stream::actor::ComputeEvent;
+use ebbflow_stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
+use ebbflow_stream::message::ActorId;
 
 type Client = PbClient<InterceptedService<Channel, ClusterSecret>>;
 
@@ -58,7 +58,7 @@ pub struct RemoteCompute {
     broken: Arc<AtomicBool>,
     killed: AtomicBool,
     /// Source actors' channels, made at first use.
-    senders: Mutex<HashMap<ActorId, crate::stream::channel::Sender>>,
+    senders: Mutex<HashMap<ActorId, ebbflow_stream::channel::Sender>>,
     /// Actors built there and not forgotten.
     actors: Mutex<std::collections::HashSet<ActorId>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -130,7 +130,7 @@ impl RemoteCompute {
                     });
                 }
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                    if !self.is_alive(crate::meta::workers::HEARTBEAT_TIMEOUT) {
+                    if !self.is_alive(ebbflow_meta::workers::HEARTBEAT_TIMEOUT) {
                         return Err(format!("compute node {} ({}) is down", self.id, self.address));
                     }
                 }
@@ -209,7 +209,7 @@ impl ComputeClient for RemoteCompute {
         Ok(())
     }
 
-    fn local_sender(&self, actor: ActorId) -> Option<crate::stream::channel::Sender> {
+    fn local_sender(&self, actor: ActorId) -> Option<ebbflow_stream::channel::Sender> {
         if self.killed.load(Ordering::SeqCst) {
             return None;
         }
