@@ -14,8 +14,6 @@ use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOpti
 use crate::meta::store::MetaStore;
 use crate::meta::versions::{VersionManager, VersionOptions};
 use crate::meta::{Meta, MetaConfig};
-use crate::rpc::exchange::ExchangeSender;
-use crate::rpc::remote::MetaLink;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -94,21 +92,12 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<ServerHandle> {
     );
     let (rpc_addr, rpc_task) = match &config.cluster {
         Some(c) => {
-            let incoming = tonic::transport::server::TcpIncoming::bind(c.rpc_listen)
-                .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", c.rpc_listen))?;
-            let addr = incoming
-                .local_addr()
-                .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", c.rpc_listen))?;
-            let exchange = ExchangeSender::new(c.secret.clone());
-            exchange.reset(meta.generation.load(std::sync::atomic::Ordering::SeqCst));
-            let link = MetaLink {
-                secret: c.secret.clone(),
-                exchange,
-                events: meta.events_sender(),
-                versions: versions.subscribe(),
-                generation: meta.generation.clone(),
-            };
-            let task = crate::rpc::meta_service::serve_meta(meta.clone(), link, incoming);
+            let (addr, task) = crate::rpc::meta_service::listen_meta(
+                meta.clone(),
+                c.secret.clone(),
+                c.rpc_listen,
+                versions.subscribe(),
+            )?;
             tracing::info!(%addr, "meta RPC listening");
             (Some(addr), Some(task))
         }

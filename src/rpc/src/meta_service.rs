@@ -6,10 +6,13 @@ use std::sync::Arc;
 use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
+use super::exchange::ExchangeSender;
 use super::pb::meta_server::{Meta as MetaRpc, MetaServer};
 use super::pb::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
 use super::remote::{MetaLink, RemoteCompute};
+use super::ClusterSecret;
 use ebbflow_meta::Meta;
+use ebbflow_storage::lsm::Version;
 use ebbflow_stream::compute_node::{ComputeClient, HEARTBEAT_INTERVAL};
 
 struct MetaService {
@@ -59,6 +62,33 @@ impl MetaRpc for MetaService {
         let removed = !known && self.meta.worker_removed(id);
         Ok(Response::new(HeartbeatResponse { known, removed }))
     }
+}
+
+/// Listen on `listen` for compute processes and serve meta's RPC there:
+/// returns the address bound (the port chosen, for port 0) and the server
+/// task. `versions` follows the store's committed versions, sent on to
+/// every compute process.
+pub fn listen_meta(
+    meta: Arc<Meta>,
+    secret: ClusterSecret,
+    listen: SocketAddr,
+    versions: tokio::sync::watch::Receiver<Arc<Version>>,
+) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let incoming = tonic::transport::server::TcpIncoming::bind(listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let addr = incoming
+        .local_addr()
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    let exchange = ExchangeSender::new(secret.clone());
+    exchange.reset(meta.generation.load(std::sync::atomic::Ordering::SeqCst));
+    let link = MetaLink {
+        secret,
+        exchange,
+        events: meta.events_sender(),
+        versions,
+        generation: meta.generation.clone(),
+    };
+    Ok((addr, serve_meta(meta, link, incoming)))
 }
 
 /// Serve meta's RPC on `incoming`; returns the server task.
