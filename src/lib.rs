@@ -70,8 +70,9 @@ pub use ebbflow_common as common;
 /// Scalar expressions (evaluated by row or a column at a time) and aggregate
 /// functions, with PostgreSQL semantics (the `ebbflow-expr` crate).
 pub use ebbflow_expr as expr;
-/// Client sessions: statements from parse to result.
-pub mod frontend;
+/// Client sessions: statements from parse to result (the
+/// `ebbflow-frontend` crate).
+pub use ebbflow_frontend as frontend;
 /// Meta: catalog, cluster, placement, scaling, barrier manager (the
 /// `ebbflow-meta` crate).
 pub use ebbflow_meta as meta;
@@ -80,8 +81,8 @@ pub use ebbflow_meta as meta;
 pub use ebbflow_storage::lsm;
 /// Prometheus metrics and their `/metrics` endpoint.
 pub mod metrics;
-/// The PostgreSQL wire protocol server.
-pub mod pgwire;
+/// The PostgreSQL wire protocol server (the `ebbflow-pgwire` crate).
+pub use ebbflow_pgwire as pgwire;
 /// Plans as data: fragments, actors, sources and barrier mutations, as the
 /// planner and meta hand them to the runtime (the `ebbflow-plan` crate).
 pub use ebbflow_plan as plan;
@@ -92,6 +93,9 @@ pub use ebbflow_planner as planner;
 /// process, meta's client of it, and the remote exchange between processes
 /// (the `ebbflow-rpc` crate).
 pub use ebbflow_rpc as rpc;
+/// Starting a process: meta with its store, compute nodes or the cluster's
+/// RPC, and the pgwire listener.
+pub mod server;
 /// Parsing and binding of SQL (the `ebbflow-sql` crate).
 pub use ebbflow_sql as sql;
 /// The state store and per-actor state tables (the `ebbflow-storage`

@@ -4,9 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use ebbflow::frontend::server::{start, ClusterRpc, ServerConfig};
 use ebbflow::rpc::compute::{start_compute, ComputeConfig};
 use ebbflow::rpc::ClusterSecret;
+use ebbflow::server::{start, ClusterRpc, ServerConfig};
 
 /// Streaming moves many small rows, keys and chunks between threads (an
 /// actor allocates a chunk, the next one frees it); glibc's malloc spent
@@ -233,7 +233,7 @@ async fn run_compute(args: ComputeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn serve_until_signal(handle: ebbflow::frontend::server::ServerHandle) -> anyhow::Result<()> {
+async fn serve_until_signal(handle: ebbflow::server::ServerHandle) -> anyhow::Result<()> {
     println!(
         "ebbflow is listening on {} — connect with: psql -h {} -p {} -d dev -U root",
         handle.addr,

@@ -1,5 +1,5 @@
 //! Backend-independent checks of the meta store, shared by its SQLite unit
-//! tests (`src/meta/store/tests.rs`) and its PostgreSQL integration tests
+//! tests (`src/meta/src/store/tests.rs`) and its PostgreSQL integration tests
 //! (`tests/meta_store.rs`), plus the small helpers both use.
 //!
 //! Each check takes the URL of a fresh, empty store (it may connect to it

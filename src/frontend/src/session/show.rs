@@ -2,13 +2,13 @@
 
 use super::ddl::upstream_snapshot;
 use super::{fields, int, rows_result, text, FResult, LocalSession};
-use crate::common::{DataType, Row};
-use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::fragment::Fragment;
-use crate::meta::graph::{EdgeSpec, PlanGraph, Upstream};
-use crate::meta::service::Parallelism;
-use crate::planner::stream::StreamPlanner;
-use crate::sql::BoundStatement;
+use crate::{FrontendError, StatementResult};
+use ebbflow_common::{DataType, Row};
+use ebbflow_meta::fragment::Fragment;
+use ebbflow_meta::graph::{EdgeSpec, PlanGraph, Upstream};
+use ebbflow_meta::service::Parallelism;
+use ebbflow_planner::stream::StreamPlanner;
+use ebbflow_sql::BoundStatement;
 
 impl LocalSession {
     pub(super) fn show_cluster(&self) -> StatementResult {

@@ -14,8 +14,8 @@ use pgwire::messages::response::CommandComplete;
 use pgwire::messages::PgWireBackendMessage;
 
 use super::value::{encode_value, resolve_formats, type_size, Format};
-use crate::common::{DataType, Field, Row};
-use crate::frontend::{FrontendError, StatementResult};
+use ebbflow_common::{DataType, Field, Row};
+use ebbflow_frontend::{FrontendError, StatementResult};
 
 pub(super) fn pg_type(ty: DataType) -> Type {
     Type::from_oid(ty.oid()).unwrap_or(Type::UNKNOWN)

@@ -1,5 +1,5 @@
 //! The PostgreSQL wire protocol: accepts connections and serves each with
-//! its own [`Session`](crate::frontend::Session).
+//! its own [`Session`](ebbflow_frontend::Session).
 //!
 //! The protocol itself (framing, SSL refusal, startup, the extended-query
 //! state machine that discards messages until Sync after an error) is the
@@ -9,20 +9,20 @@
 //!   from the startup packet's `user` and `database` (defaulting to the user,
 //!   as in PostgreSQL), and the server parameters psql and drivers expect are
 //!   reported (`server_version`, `DateStyle`, `TimeZone`, ...).
-//! - simple query: [`Session::run_simple`](crate::frontend::Session::run_simple),
+//! - simple query: [`Session::run_simple`](ebbflow_frontend::Session::run_simple),
 //!   every result with its exact command tag, then the error if any, then
 //!   ReadyForQuery.
 //! - extended query: Parse calls
-//!   [`Session::describe`](crate::frontend::Session::describe) (so errors
+//!   [`Session::describe`](ebbflow_frontend::Session::describe) (so errors
 //!   surface at Parse, as in PostgreSQL) and keeps the inferred parameter
 //!   types and result columns; Bind checks and decodes the parameters in
 //!   text or binary; Execute runs
-//!   [`Session::run_extended`](crate::frontend::Session::run_extended) and
+//!   [`Session::run_extended`](ebbflow_frontend::Session::run_extended) and
 //!   encodes rows in the formats Bind asked for, honouring Execute's row
 //!   limit with PortalSuspended.
 //!
 //! Errors become ErrorResponses here and only here (STYLE §7): a
-//! [`FrontendError`](crate::frontend::FrontendError) keeps its SQLSTATE,
+//! [`FrontendError`](ebbflow_frontend::FrontendError) keeps its SQLSTATE,
 //! message, detail and hint. A connection's task only ever ends its own
 //! connection; the accept loop outlives any client. A frame that cannot be
 //! decoded ends its connection with a FATAL `08P01` and one log line
@@ -45,7 +45,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::net::TcpListener;
 
-use crate::frontend::SessionFactory;
+use ebbflow_frontend::SessionFactory;
 
 /// Accept PostgreSQL connections on `listener` until `shutdown` completes.
 ///
@@ -72,7 +72,7 @@ pub async fn serve(
                 Ok((socket, peer)) => {
                     let handlers = conn::Handlers::new(server.clone());
                     tokio::spawn(async move {
-                        let _session = crate::metrics::session_opened();
+                        let _session = ebbflow_metrics::session_opened();
                         // Bad frames are handled in `frames`; this catches a
                         // panic in a handler, which must end this connection
                         // only.

@@ -4,18 +4,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{command, fields, int, rows_result, text, FResult, LocalSession};
-use crate::common::DataType;
-use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::catalog::{ColumnDesc, RelationKind, TableId};
-use crate::meta::graph::{PlanGraph, UpstreamSnapshot};
-use crate::meta::reschedule::{ScaleKind, ScaleSummary};
-use crate::meta::service::{relation_desc, table_columns, Parallelism};
-use crate::meta::Meta;
-use crate::plan::source::{connector_from_options, Connector, SplitSourceDesc};
-use crate::plan::{OnConflict, WatermarkDesc};
-use crate::planner::logical::LogicalPlan;
-use crate::planner::stream::{plan_table, Emit, StreamPlanner};
-use crate::sql::bound::ParallelismTarget;
+use crate::{FrontendError, StatementResult};
+use ebbflow_common::DataType;
+use ebbflow_meta::catalog::{ColumnDesc, RelationKind, TableId};
+use ebbflow_meta::graph::{PlanGraph, UpstreamSnapshot};
+use ebbflow_meta::reschedule::{ScaleKind, ScaleSummary};
+use ebbflow_meta::service::{relation_desc, table_columns, Parallelism};
+use ebbflow_meta::Meta;
+use ebbflow_plan::source::{connector_from_options, Connector, SplitSourceDesc};
+use ebbflow_plan::{OnConflict, WatermarkDesc};
+use ebbflow_planner::logical::LogicalPlan;
+use ebbflow_planner::stream::{plan_table, Emit, StreamPlanner};
+use ebbflow_sql::bound::ParallelismTarget;
 
 /// The existing relations' layout, copied so planning holds no lock.
 pub(super) fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {
@@ -40,7 +40,7 @@ fn plan_mv(
 /// Creates a table (and its `datagen` source, if `WITH (connector =
 /// 'datagen')`) as a streaming job. Runtime tests create tables with it too.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn create_table_job(
+pub async fn create_table_job(
     meta: &Meta,
     name: String,
     columns: Vec<ColumnDesc>,
@@ -114,7 +114,7 @@ fn connector_of(
 
 /// Creates a source: a catalog entry that jobs reading it turn into
 /// source fragments of their own.
-pub(crate) async fn create_source(
+pub async fn create_source(
     meta: &Meta,
     name: String,
     columns: Vec<ColumnDesc>,
@@ -139,7 +139,7 @@ pub(crate) async fn create_source(
 /// create MVs of hand-made plans with it too. `views` are the plain views
 /// the query named (inlined into `plan`), which the MV depends on.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn create_mv_job(
+pub async fn create_mv_job(
     meta: &Arc<Meta>,
     name: String,
     plan: &LogicalPlan,
@@ -328,7 +328,7 @@ impl LocalSession {
     /// `ALTER SYSTEM RESCHEDULE '<plan>' [DRY RUN]`: a dry run returns
     /// what would change, one row per fragment.
     pub(super) async fn reschedule(&self, plan: &str, dry_run: bool) -> FResult<StatementResult> {
-        let parsed = crate::meta::reschedule::parse_plan(plan)?;
+        let parsed = ebbflow_meta::reschedule::parse_plan(plan)?;
         let summary = if dry_run {
             self.meta.preview_reschedule(&parsed)?
         } else {

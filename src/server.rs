@@ -1,5 +1,7 @@
-//! Starting and stopping the playground: meta with its compute nodes, and
-//! the pgwire listener.
+//! Starting and stopping a process that serves SQL: meta with its store,
+//! its compute nodes (the playground) or the RPC compute processes join
+//! (a cluster's meta), and the pgwire listener. It assembles the layers,
+//! so it lives in the binary's crate, above them all.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,7 +11,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::session::LocalSessionFactory;
+use crate::frontend::session::LocalSessionFactory;
 use crate::lsm::{CacheOptions, LsmStateStore, ObjectStorage, SstStore, StoreOptions};
 use crate::meta::store::MetaStore;
 use crate::meta::versions::{VersionManager, VersionOptions};

@@ -20,7 +20,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::extended::Parser;
-use crate::frontend::{FrontendError, Session, SessionFactory};
+use ebbflow_frontend::{FrontendError, Session, SessionFactory};
 
 /// What psql and drivers learn about the server at startup.
 const SERVER_VERSION: &str = concat!("15.0 (ebbflow ", env!("CARGO_PKG_VERSION"), ")");

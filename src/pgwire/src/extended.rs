@@ -26,9 +26,9 @@ use super::conn::{session_of, user_error, Connection, SessionSlot};
 use super::copy::{send_copy_out, start_copy_in};
 use super::results::{completion_tag, field_infos, into_response, pg_type, row_description};
 use super::value::{decode_param, resolve_formats, Format};
-use crate::common::{DataType, Datum, Field};
-use crate::frontend::{FrontendError, StatementResult};
-use crate::sql::ParamContext;
+use ebbflow_common::{DataType, Datum, Field};
+use ebbflow_frontend::{FrontendError, StatementResult};
+use ebbflow_sql::ParamContext;
 
 /// The type a client declared for a parameter in Parse; `None` (OID 0 or
 /// `unknown`) lets the binder infer it.

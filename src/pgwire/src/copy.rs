@@ -16,7 +16,7 @@ use pgwire::messages::response::CommandComplete;
 use pgwire::messages::PgWireBackendMessage;
 
 use super::conn::{user_error, Connection};
-use crate::frontend::{CopyIn, FrontendError};
+use ebbflow_frontend::{CopyIn, FrontendError};
 
 /// The most data one `COPY FROM STDIN` may send: it is held in memory
 /// until CopyDone, to be applied all at once.
@@ -138,7 +138,7 @@ impl CopyHandler for Connection {
             .await
             .map_err(user_error)?;
         let tag = match result {
-            crate::frontend::StatementResult::Command { tag } => tag,
+            ebbflow_frontend::StatementResult::Command { tag } => tag,
             _ => "COPY".to_owned(),
         };
         client

@@ -16,7 +16,7 @@ use pgwire::messages::PgWireBackendMessage;
 use super::conn::{error_info, user_error, Connection};
 use super::copy::{send_copy_out, start_copy_in};
 use super::results::{into_response, send_rows};
-use crate::frontend::{FrontendError, StatementResult};
+use ebbflow_frontend::{FrontendError, StatementResult};
 
 #[async_trait]
 impl SimpleQueryHandler for Connection {

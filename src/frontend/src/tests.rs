@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{DataType, Op, Row, ScalarValue, StreamChunk};
-use crate::frontend::session::{create_mv_job, create_table_job, LocalSessionFactory};
-use crate::frontend::{Session, SessionFactory, StatementResult};
-use crate::meta::catalog::{ColumnDesc, RelationDesc};
-use crate::meta::service::Parallelism;
-use crate::meta::{Meta, MetaConfig};
-use crate::planner::logical::{JoinKind, LogicalPlan, OrderKey};
+use crate::session::{create_mv_job, create_table_job, LocalSessionFactory};
+use crate::{Session, SessionFactory, StatementResult};
+use ebbflow_common::{DataType, Op, Row, ScalarValue, StreamChunk};
+use ebbflow_meta::catalog::{ColumnDesc, RelationDesc};
+use ebbflow_meta::service::Parallelism;
+use ebbflow_meta::{Meta, MetaConfig};
+use ebbflow_planner::logical::{JoinKind, LogicalPlan, OrderKey};
 
 fn meta() -> Arc<Meta> {
     Meta::start(MetaConfig {
@@ -60,7 +60,7 @@ async fn create_mv(
         BTreeMap::new(),
         Parallelism::Adaptive,
         Vec::new(),
-        crate::planner::stream::Emit::OnUpdate,
+        ebbflow_planner::stream::Emit::OnUpdate,
     )
     .await
     .unwrap();
@@ -386,7 +386,7 @@ async fn sql(session: &dyn Session, q: &str) -> Vec<String> {
                 r.iter()
                     .map(|d| match d {
                         None => "NULL".to_string(),
-                        Some(v) => crate::common::text::format_datum(v),
+                        Some(v) => ebbflow_common::text::format_datum(v),
                     })
                     .collect::<Vec<_>>()
                     .join(" ")

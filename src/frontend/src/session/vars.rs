@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::{fields, rows_result, text, FResult, LocalSession};
-use crate::common::{DataType, Field};
-use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::service::Parallelism;
+use crate::{FrontendError, StatementResult};
+use ebbflow_common::{DataType, Field};
+use ebbflow_meta::service::Parallelism;
 
 /// Session variables.
 #[derive(Clone, Debug)]
@@ -168,8 +168,8 @@ impl LocalSession {
                 Ok(())
             }
             "debug_crash_at" => {
-                let point =
-                    crate::lsm::fault::CrashPoint::parse(value.trim()).ok_or_else(|| {
+                let point = ebbflow_storage::lsm::fault::CrashPoint::parse(value.trim())
+                    .ok_or_else(|| {
                         FrontendError::new(
                             "22023",
                             format!(
@@ -178,7 +178,7 @@ impl LocalSession {
                             ),
                         )
                     })?;
-                crate::lsm::fault::set_crash_point(point);
+                ebbflow_storage::lsm::fault::set_crash_point(point);
                 Ok(())
             }
             "debug_kill_worker" | "debug_panic_worker" => {

@@ -17,19 +17,19 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 
 use super::{CopyIn, FrontendError, Session, SessionFactory, StatementResult};
-use crate::batch::{self, BatchError, ScanSource};
-use crate::common::{DataType, Datum, Field, Row, ScalarValue};
-use crate::meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
-use crate::meta::pg_catalog::{self, pg_relation};
-use crate::meta::system::{system_relation, system_rows};
-use crate::meta::{Meta, MetaError};
-use crate::planner::logical::LogicalPlan;
-use crate::planner::stream::Emit;
-use crate::planner::PlanError;
-use crate::sql::{BoundStatement, ParamContext, Statement};
+use ebbflow_batch::{self as batch, BatchError, ScanSource};
+use ebbflow_common::{DataType, Datum, Field, Row, ScalarValue};
+use ebbflow_meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
+use ebbflow_meta::pg_catalog::{self, pg_relation};
+use ebbflow_meta::system::{system_relation, system_rows};
+use ebbflow_meta::{Meta, MetaError};
+use ebbflow_planner::logical::LogicalPlan;
+use ebbflow_planner::stream::Emit;
+use ebbflow_planner::PlanError;
+use ebbflow_sql::{BoundStatement, ParamContext, Statement};
 
 #[cfg(test)]
-pub(crate) use ddl::{create_mv_job, create_table_job};
+pub use ddl::{create_mv_job, create_table_job};
 use vars::Vars;
 
 impl From<MetaError> for FrontendError {
@@ -107,7 +107,7 @@ pub struct MetaScan<'a> {
     session: SessionInfo,
     /// Rows of each scanned relation, with how many scans still want them
     /// (the last one takes them, earlier ones copy).
-    rows: Mutex<std::collections::HashMap<crate::meta::catalog::TableId, (usize, Vec<Row>)>>,
+    rows: Mutex<std::collections::HashMap<ebbflow_meta::catalog::TableId, (usize, Vec<Row>)>>,
 }
 
 impl<'a> MetaScan<'a> {
@@ -168,10 +168,10 @@ impl<'a> MetaScan<'a> {
         }
         if let Some(id) = progress {
             let snapshot = meta.store.snapshot();
-            let fragments = meta.with_state(crate::meta::system::source_fragments);
-            let got = crate::meta::system::source_progress_rows(fragments, &*snapshot)
+            let fragments = meta.with_state(ebbflow_meta::system::source_fragments);
+            let got = ebbflow_meta::system::source_progress_rows(fragments, &*snapshot)
                 .await
-                .map_err(crate::meta::MetaError::from)?;
+                .map_err(ebbflow_meta::MetaError::from)?;
             rows.insert(id, (usize::MAX, got));
         }
         Ok(MetaScan {
@@ -192,10 +192,10 @@ impl ScanSource for MetaScan<'_> {
                 .unwrap_or_default());
         }
         if relation.kind == RelationKind::System {
-            if crate::meta::system::is_state_relation(&relation.name) {
+            if ebbflow_meta::system::is_state_relation(&relation.name) {
                 let snapshot = self.meta.store.snapshot();
                 let (version, files) = snapshot.files();
-                return Ok(crate::meta::system::state_rows(
+                return Ok(ebbflow_meta::system::state_rows(
                     &relation.name,
                     version,
                     snapshot.epoch(),
@@ -323,7 +323,7 @@ impl LocalSession {
     }
 
     async fn execute(&self, stmt: &Statement, params: &ParamContext) -> FResult<StatementResult> {
-        let bound = crate::sql::bind(stmt, &self.catalog(), params)?;
+        let bound = ebbflow_sql::bind(stmt, &self.catalog(), params)?;
         self.execute_bound(bound).await
     }
 
@@ -520,7 +520,7 @@ impl LocalSession {
 #[async_trait]
 impl Session for LocalSession {
     async fn run_simple(&self, sql: &str) -> (Vec<StatementResult>, Option<FrontendError>) {
-        let stmts = match crate::sql::parse(sql) {
+        let stmts = match ebbflow_sql::parse(sql) {
             Ok(s) => s,
             Err(e) => return (vec![], Some(e.into())),
         };
@@ -553,11 +553,11 @@ impl Session for LocalSession {
         sql: &str,
         param_types: &[Option<DataType>],
     ) -> Result<(Vec<DataType>, Vec<Field>), FrontendError> {
-        let stmts = crate::sql::parse(sql)?;
+        let stmts = ebbflow_sql::parse(sql)?;
         let Some(stmt) = stmts.first() else {
             return Ok((vec![], vec![]));
         };
-        let (bound, types) = crate::sql::describe(stmt, &self.catalog(), param_types)?;
+        let (bound, types) = ebbflow_sql::describe(stmt, &self.catalog(), param_types)?;
         let fields = match bound {
             BoundStatement::Query { plan, names } => query_fields(&plan, names),
             BoundStatement::ShowVariable { name } => vec![Field::new(name, DataType::Varchar)],
@@ -571,7 +571,7 @@ impl Session for LocalSession {
         sql: &str,
         params: ParamContext,
     ) -> Result<StatementResult, FrontendError> {
-        let stmts = crate::sql::parse(sql)?;
+        let stmts = ebbflow_sql::parse(sql)?;
         match stmts.first() {
             None => Ok(StatementResult::Empty),
             Some(s) => self.execute(s, &params).await,

@@ -2,12 +2,12 @@
 //! written to the table's DML path as one statement.
 
 use super::{command, FResult, LocalSession, MetaScan};
-use crate::batch;
-use crate::common::{Op, Row, StreamChunk, StreamChunkBuilder};
-use crate::expr::Expr;
-use crate::frontend::{FrontendError, StatementResult};
-use crate::meta::catalog::{RelationDesc, RelationKind};
-use crate::planner::logical::LogicalPlan;
+use crate::{FrontendError, StatementResult};
+use ebbflow_batch as batch;
+use ebbflow_common::{Op, Row, StreamChunk, StreamChunkBuilder};
+use ebbflow_expr::Expr;
+use ebbflow_meta::catalog::{RelationDesc, RelationKind};
+use ebbflow_planner::logical::LogicalPlan;
 
 impl LocalSession {
     pub(super) async fn insert(

@@ -12,9 +12,9 @@ use bytes::{BufMut, BytesMut};
 use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use rust_decimal::Decimal;
 
-use crate::common::text::{format_datum, parse_datum};
-use crate::common::{DataType, Datum, ElemType, Interval, Numeric, ScalarValue};
-use crate::frontend::FrontendError;
+use ebbflow_common::text::{format_datum, parse_datum};
+use ebbflow_common::{DataType, Datum, ElemType, Interval, Numeric, ScalarValue};
+use ebbflow_frontend::FrontendError;
 
 /// The wire format of one value, chosen per column by the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

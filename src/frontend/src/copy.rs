@@ -12,8 +12,8 @@
 //!
 //! Errors carry the 1-based line the bad record starts on.
 
-use crate::frontend::FrontendError;
-use crate::sql::{CopyFormat, CopyOptions};
+use crate::FrontendError;
+use ebbflow_sql::{CopyFormat, CopyOptions};
 
 /// One record: the line it starts on and its fields (`None` = NULL).
 #[derive(Debug, PartialEq, Eq)]

@@ -11,14 +11,14 @@
 use std::sync::Arc;
 
 use super::{command, FResult, LocalSession, MetaScan};
-use crate::batch;
-use crate::common::text::{format_datum, parse_datum};
-use crate::common::{Row, StreamChunk};
-use crate::frontend::copy::{encode_row, parse};
-use crate::frontend::{CopyIn, FrontendError, StatementResult};
-use crate::meta::catalog::RelationDesc;
-use crate::planner::logical::LogicalPlan;
-use crate::sql::CopyOptions;
+use crate::copy::{encode_row, parse};
+use crate::{CopyIn, FrontendError, StatementResult};
+use ebbflow_batch as batch;
+use ebbflow_common::text::{format_datum, parse_datum};
+use ebbflow_common::{Row, StreamChunk};
+use ebbflow_meta::catalog::RelationDesc;
+use ebbflow_planner::logical::LogicalPlan;
+use ebbflow_sql::CopyOptions;
 
 /// `e` with where it happened, as PostgreSQL's CONTEXT line has it.
 fn at(

@@ -21,7 +21,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::PgWireBackendMessage;
 
-use crate::meta::users::parse_verifier;
+use ebbflow_meta::users::parse_verifier;
 
 const SCRAM_SHA_256: &str = "SCRAM-SHA-256";
 

@@ -2,15 +2,14 @@
 //! batch engine) and returns results in pgwire-neutral form.
 
 pub mod copy;
-pub mod server;
 pub mod session;
 #[cfg(test)]
 mod tests;
 
 use async_trait::async_trait;
 
-use crate::common::{DataType, Field, Row};
-use crate::sql::ParamContext;
+use ebbflow_common::{DataType, Field, Row};
+use ebbflow_sql::ParamContext;
 
 /// The outcome of one statement.
 #[derive(Debug, Clone)]
@@ -44,10 +43,10 @@ pub enum StatementResult {
 pub struct CopyIn {
     /// How many columns each row has (for CopyInResponse).
     pub columns: usize,
-    pub(crate) table: std::sync::Arc<crate::meta::catalog::RelationDesc>,
+    pub table: std::sync::Arc<ebbflow_meta::catalog::RelationDesc>,
     /// The table column each field of a row goes to, in order.
-    pub(crate) targets: Vec<usize>,
-    pub(crate) options: crate::sql::CopyOptions,
+    pub targets: Vec<usize>,
+    pub options: ebbflow_sql::CopyOptions,
 }
 
 /// An error for the client: SQLSTATE, message, optional detail and hint.
@@ -75,8 +74,8 @@ impl FrontendError {
     }
 }
 
-impl From<crate::sql::SqlError> for FrontendError {
-    fn from(e: crate::sql::SqlError) -> Self {
+impl From<ebbflow_sql::SqlError> for FrontendError {
+    fn from(e: ebbflow_sql::SqlError) -> Self {
         FrontendError {
             code: e.code,
             message: e.message,
@@ -86,8 +85,8 @@ impl From<crate::sql::SqlError> for FrontendError {
     }
 }
 
-impl From<crate::expr::ExprError> for FrontendError {
-    fn from(e: crate::expr::ExprError) -> Self {
+impl From<ebbflow_expr::ExprError> for FrontendError {
+    fn from(e: ebbflow_expr::ExprError) -> Self {
         FrontendError::new(e.code, e.message)
     }
 }
