@@ -177,7 +177,7 @@ async fn run_playground(args: PlaygroundArgs) -> anyhow::Result<()> {
 }
 
 async fn run_meta(args: MetaArgs) -> anyhow::Result<()> {
-    let secret = ClusterSecret::from_file(&args.cluster_secret_file).map_err(anyhow::Error::msg)?;
+    let secret = ClusterSecret::from_file(&args.cluster_secret_file)?;
     let cluster = ClusterRpc {
         rpc_listen: args.rpc_listen,
         secret,
@@ -214,7 +214,7 @@ async fn serve(
 }
 
 async fn run_compute(args: ComputeArgs) -> anyhow::Result<()> {
-    let secret = ClusterSecret::from_file(&args.cluster_secret_file).map_err(anyhow::Error::msg)?;
+    let secret = ClusterSecret::from_file(&args.cluster_secret_file)?;
     let handle = start_compute(ComputeConfig {
         meta: args.meta,
         rpc_listen: args.rpc_listen,

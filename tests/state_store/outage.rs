@@ -166,12 +166,14 @@ async fn write_steadily(
                     w.note("-- FLUSH succeeded while the store was down");
                 }
                 if let Some(e) = flushed {
-                    // A FLUSH that cannot vouch for what was written says so
-                    // with XX000; a closed session or another code is not that.
+                    // A FLUSH that cannot vouch for what was written says so:
+                    // the store failed (58030), a recovery is under way
+                    // (57P03) or one came between (XX000). A closed session
+                    // or another code is not that.
                     let code = e.as_db_error().map(|d| d.code().code().to_string());
-                    if code.as_deref() != Some("XX000") {
+                    if !matches!(code.as_deref(), Some("58030" | "57P03" | "XX000")) {
                         return Err(format!(
-                            "FLUSH failed with {} instead of SQLSTATE XX000: {}",
+                            "FLUSH failed with {} instead of SQLSTATE 58030, 57P03 or XX000: {}",
                             code.unwrap_or_else(|| "no server error".into()),
                             describe_pg_error(&e)
                         ));

@@ -29,8 +29,12 @@
 //! row is touched, so a plan that does not fit its input (a binder or
 //! planner bug) is an `XX000` error, never a panic. Evaluation errors keep
 //! the SQLSTATE the expression gave them. `perf_tests.rs` times each
-//! operator over a million rows (`cargo test --lib batch::perf --
-//! --ignored --nocapture`).
+//! operator over a million rows (`cargo test -p ebbflow-batch --lib perf
+//! -- --ignored --nocapture`).
+//!
+//! It owns how a logical plan is evaluated to completion; it reads
+//! relations through [`ScanSource`] and must not know SQL, sessions, the
+//! stream runtime or the store's files (`ci/layers`).
 
 mod aggregate;
 mod hash;

@@ -1,5 +1,5 @@
 //! Timings over a million rows, for comparing changes to the operators.
-//! Ignored by default: `cargo test --lib batch::perf -- --ignored --nocapture`.
+//! Ignored by default: `cargo test -p ebbflow-batch --lib perf -- --ignored --nocapture`.
 
 use std::time::Instant;
 

@@ -1,5 +1,11 @@
 //! The frontend: a session runs statements (parse → bind → plan → meta or
 //! batch engine) and returns results in pgwire-neutral form.
+//!
+//! It owns a client's session: its variables, transaction state, prepared
+//! statements and the order of a statement's steps over the layers below.
+//! It must not know the wire protocol (`pgwire` calls it through
+//! [`Session`] and [`SessionFactory`]) nor the stream runtime, which it
+//! reaches only through meta (`ci/layers`).
 
 pub mod copy;
 pub mod session;

@@ -102,6 +102,56 @@ impl BarrierSpec {
     }
 }
 
+/// Why a barrier did not commit (every waiter of the barrier gets a
+/// copy). [`BarrierError::sqlstate`] says what a client sees.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum BarrierError {
+    /// An actor of a job failed: an internal error of that job.
+    #[error("actor {actor_id} failed: {error}")]
+    ActorFailed { actor_id: ActorId, error: String },
+    /// A compute node went down while the barrier was in flight.
+    #[error("compute node {0} is down")]
+    WorkerDown(WorkerId),
+    /// A recovery began while the barrier was in flight.
+    #[error("{0}")]
+    Interrupted(String),
+    /// The cluster is recovering; only plain flushes wait for it.
+    #[error("the cluster is recovering from a failure; try again")]
+    Recovering,
+    /// The compute nodes' event channel closed: the process is stopping.
+    #[error("compute nodes are gone")]
+    ComputeGone,
+    /// Meta's own writes (a state key migration) could not be staged.
+    #[error("state migration failed: {0}")]
+    StateMigration(String),
+    /// The epoch's writes could not be made durable (object store).
+    #[error("sync of epoch {epoch} failed: {error}")]
+    Sync { epoch: u64, error: String },
+    /// The epoch could not be committed (meta store).
+    #[error("commit of epoch {epoch} failed: {error}")]
+    Commit { epoch: u64, error: String },
+}
+
+impl BarrierError {
+    /// The SQLSTATE a statement that waited on this barrier fails with:
+    /// a job's internal failure is `XX000`; a node that died is a system
+    /// error (`58000`); a recovery under way means try again (`57P03`,
+    /// PostgreSQL's "cannot connect now"); the stores failing is an I/O
+    /// error (`58030`); a stopping process is `57P01`. Nothing a barrier
+    /// does was applied when it fails: the old layout stays committed.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            BarrierError::ActorFailed { .. } => "XX000",
+            BarrierError::WorkerDown(_) => "58000",
+            BarrierError::Interrupted(_) | BarrierError::Recovering => "57P03",
+            BarrierError::ComputeGone => "57P01",
+            BarrierError::StateMigration(_)
+            | BarrierError::Sync { .. }
+            | BarrierError::Commit { .. } => "58030",
+        }
+    }
+}
+
 /// A request for a barrier now.
 pub struct BarrierCommand {
     pub spec: BarrierSpec,
@@ -109,7 +159,7 @@ pub struct BarrierCommand {
     /// rebuilt cluster, replacing the old ones.
     pub reset: Option<ResetInfo>,
     /// Answered with the epoch the barrier closed, once it is committed.
-    pub done: oneshot::Sender<Result<u64, String>>,
+    pub done: oneshot::Sender<Result<u64, BarrierError>>,
 }
 
 /// The rebuilt cluster after a recovery.
@@ -208,7 +258,9 @@ impl BarrierManager {
             // Meta's writes belong to the epoch this barrier closes.
             if !reset.writes.is_empty() {
                 if let Err(e) = self.store.ingest(self.epoch, reset.writes) {
-                    let _ = c.done.send(Err(format!("state migration failed: {e}")));
+                    let _ = c
+                        .done
+                        .send(Err(BarrierError::StateMigration(e.to_string())));
                     return;
                 }
             }
@@ -222,9 +274,7 @@ impl BarrierManager {
         } else if is_plain(&c) {
             self.deferred.push(c);
         } else {
-            let _ = c.done.send(Err(
-                "the cluster is recovering from a failure; try again".into()
-            ));
+            let _ = c.done.send(Err(BarrierError::Recovering));
         }
     }
 
@@ -301,7 +351,7 @@ impl BarrierManager {
         }
     }
 
-    async fn one_barrier(&mut self, spec: BarrierSpec) -> Result<u64, String> {
+    async fn one_barrier(&mut self, spec: BarrierSpec) -> Result<u64, BarrierError> {
         let BarrierSpec {
             mutation,
             add_actors,
@@ -359,18 +409,18 @@ impl BarrierManager {
                 }
                 Some(ComputeEvent::Failed { actor_id, error }) => {
                     tracing::error!(actor_id, %error, "actor failed; barrier cannot complete");
-                    failure = Some(format!("actor {actor_id} failed: {error}"));
+                    failure = Some(BarrierError::ActorFailed { actor_id, error });
                     break;
                 }
                 Some(ComputeEvent::WorkerDown { worker }) => {
-                    failure = Some(format!("compute node {worker} is down"));
+                    failure = Some(BarrierError::WorkerDown(worker));
                     break;
                 }
                 Some(ComputeEvent::Recover { reason }) => {
-                    failure = Some(reason);
+                    failure = Some(BarrierError::Interrupted(reason));
                     break;
                 }
-                None => return Err("compute nodes are gone".into()),
+                None => return Err(BarrierError::ComputeGone),
             }
         }
         for a in &remove_actors {
@@ -378,7 +428,7 @@ impl BarrierManager {
             self.sources.remove(a);
         }
         if let Some(f) = failure {
-            self.fail(&f);
+            self.fail(&f.to_string());
             return Err(f);
         }
         if let Some(shared) = &self.readable {
@@ -399,8 +449,11 @@ impl BarrierManager {
         let files = match self.sync_all(prev).await {
             Ok(files) => files,
             Err(e) => {
-                let e = format!("sync of epoch {prev} failed: {e}");
-                self.fail(&e);
+                let e = BarrierError::Sync {
+                    epoch: prev,
+                    error: e.to_string(),
+                };
+                self.fail(&e.to_string());
                 return Err(e);
             }
         };
@@ -429,8 +482,11 @@ impl BarrierManager {
                 Ok(prev)
             }
             Err(e) => {
-                let e = format!("commit of epoch {prev} failed: {e}");
-                self.fail(&e);
+                let e = BarrierError::Commit {
+                    epoch: prev,
+                    error: e.to_string(),
+                };
+                self.fail(&e.to_string());
                 Err(e)
             }
         }

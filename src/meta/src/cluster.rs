@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use ebbflow_stream::compute_node::{ComputeClient, WorkerId};
+use ebbflow_stream::compute_node::{ComputeClient, NodeError, NodeResult, WorkerId};
 
 pub use ebbflow_common::UnitId;
 
@@ -62,8 +62,8 @@ impl ComputeClient for Unconnected {
     }
     fn kill(&self) {}
     fn inject_panic(&self) {}
-    async fn build_actors(&self, _descs: Vec<ebbflow_plan::ActorDesc>) -> Result<(), String> {
-        Err("the compute process has not registered yet".into())
+    async fn build_actors(&self, _descs: Vec<ebbflow_plan::ActorDesc>) -> NodeResult<()> {
+        Err(NodeError::NotRegistered)
     }
     fn local_sender(
         &self,
@@ -73,8 +73,8 @@ impl ComputeClient for Unconnected {
     }
     fn forget_actors(&self, _ids: &[ebbflow_stream::message::ActorId]) {}
     fn abort_all(&self) {}
-    async fn reset(&self, _generation: u64) -> Result<(), String> {
-        Err("the compute process has not registered yet".into())
+    async fn reset(&self, _generation: u64) -> NodeResult<()> {
+        Err(NodeError::NotRegistered)
     }
     fn actor_count(&self) -> usize {
         0

@@ -7,8 +7,22 @@ use std::sync::Arc;
 
 use super::service::Meta;
 use super::{MetaError, MetaResult};
-use ebbflow_plan::ActorDesc;
-use ebbflow_stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
+use ebbflow_common::ActorId;
+use ebbflow_plan::{ActorDesc, Mutation};
+use ebbflow_stream::compute_node::{ActorLocations, ComputeClient, NodeError, WorkerId};
+
+/// A change to the running jobs as plain data, made under the state lock
+/// by DDL or a scale: the actors to build idle on their nodes, and what the
+/// one barrier that wires them in carries.
+pub(super) struct JobChange {
+    /// Each new actor with the node it is placed on.
+    pub descs: Vec<(WorkerId, ActorDesc)>,
+    pub mutation: Mutation,
+    pub add_actors: Vec<ActorId>,
+    /// New source actors, which the barrier manager injects into.
+    pub add_sources: Vec<(WorkerId, ActorId)>,
+    pub remove_actors: Vec<ActorId>,
+}
 
 impl Meta {
     /// Where every placed actor runs, and each worker's address.
@@ -36,12 +50,17 @@ impl Meta {
     }
 
     /// Tell every node where actors run (after a layout change, before
-    /// the barrier that wires new actors in), then build `per_worker`'s
-    /// actors idle on their nodes.
+    /// the barrier that wires new actors in), then build each actor of
+    /// `descs` idle on the node it is placed on (DDL, a scale and a
+    /// recovery all build through here).
     pub(super) async fn build_actors_on(
         &self,
-        per_worker: HashMap<WorkerId, Vec<ActorDesc>>,
+        descs: Vec<(WorkerId, ActorDesc)>,
     ) -> MetaResult<()> {
+        let mut per_worker: HashMap<WorkerId, Vec<ActorDesc>> = HashMap::new();
+        for (w, d) in descs {
+            per_worker.entry(w).or_default().push(d);
+        }
         let locations = Arc::new(self.actor_locations());
         let nodes = self.node_clients();
         let updates = nodes
@@ -57,11 +76,8 @@ impl Meta {
                 .map(|(_, n)| n.clone());
             async move {
                 match node {
-                    Some(n) => n
-                        .build_actors(descs)
-                        .await
-                        .map_err(|e| format!("compute node {w}: {e}")),
-                    None => Err(format!("compute node {w} is not connected")),
+                    Some(n) => n.build_actors(descs).await,
+                    None => Err(NodeError::Down(w)),
                 }
             }
         });

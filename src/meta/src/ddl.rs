@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::catalog::{RelationDesc, TableId};
+use super::control::JobChange;
 use super::fragment::{actor_desc, dispatcher_desc, even_bitmaps, ActorInfo, Edge, Fragment};
 use super::graph::{PlanGraph, Upstream};
 use super::service::{Meta, Parallelism, RelationEntry};
@@ -28,7 +29,7 @@ impl Meta {
         let _ddl = self.ddl_lock.lock().await;
         let table_id = desc.id;
         // 1. place
-        let (new_frags, new_edges, mutation_dispatchers, add_actors, add_sources, descs) = {
+        let (new_frags, change) = {
             let mut st = self.state.lock();
             Self::check_name_free(&st, &desc.name)?;
             let total = st.total_units().max(1);
@@ -169,32 +170,31 @@ impl Meta {
                     parallelism,
                 },
             );
-            (
-                new_frags,
-                new_edges,
-                mutation_dispatchers,
+            let added_actors: HashSet<ActorId> = add_actors.iter().copied().collect();
+            let change = JobChange {
+                descs,
+                mutation: Mutation::Add {
+                    dispatchers: mutation_dispatchers,
+                    added_actors,
+                },
                 add_actors,
                 add_sources,
-                descs,
-            )
+                remove_actors: Vec::new(),
+            };
+            (new_frags, change)
         };
-        let _ = &new_edges;
         // 2. build idle actors
-        let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
-        for (w, d) in descs {
-            per_worker.entry(w).or_default().push(d);
-        }
-        let built = self.build_actors_on(per_worker).await;
+        let built = self.build_actors_on(change.descs).await;
         // 3. wire them in with one barrier, then make the backfill visible
-        let added: HashSet<ActorId> = add_actors.iter().copied().collect();
-        let mutation = Mutation::Add {
-            dispatchers: mutation_dispatchers,
-            added_actors: added,
-        };
         let wired = match built {
             Ok(()) => {
-                self.barrier(Some(mutation), add_actors, add_sources, vec![])
-                    .await
+                self.barrier(
+                    Some(change.mutation),
+                    change.add_actors,
+                    change.add_sources,
+                    change.remove_actors,
+                )
+                .await
             }
             Err(e) => Err(e),
         };

@@ -5,6 +5,13 @@
 //! through here one statement at a time: plan → place actors → build them
 //! idle on their compute nodes → one barrier carrying the mutation that
 //! wires them in → catalog update once that barrier is committed.
+//!
+//! It drives the stream runtime through its compute-node interface
+//! (`ebbflow_stream::compute_node::ComputeClient`, in process or over
+//! `rpc`) with plans as data (`plan`), and commits the store's versions
+//! with the catalog in its meta store. It must not know SQL, the planner,
+//! sessions or the wire protocol: they call it, never the other way
+//! (`ci/layers`).
 
 pub mod barrier;
 pub mod catalog;
@@ -52,6 +59,12 @@ impl MetaError {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new("XX000", message)
+    }
+}
+
+impl From<barrier::BarrierError> for MetaError {
+    fn from(e: barrier::BarrierError) -> Self {
+        MetaError::new(e.sqlstate(), e.to_string())
     }
 }
 

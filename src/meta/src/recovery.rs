@@ -13,7 +13,6 @@ use super::fragment::actor_desc;
 use super::key_format;
 use super::service::Meta;
 use super::{MetaError, MetaResult};
-use ebbflow_stream::compute_node::WorkerId;
 use ebbflow_stream::message::FragmentId;
 
 /// Runs a recovery whenever the barrier manager reports a failure.
@@ -127,7 +126,7 @@ impl Meta {
                     "no compute node is running: add or restart one",
                 ));
             }
-            let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
+            let mut per_worker = Vec::new();
             let mut actors = Vec::new();
             let mut sources = Vec::new();
             for f in st.fragments.values() {
@@ -136,12 +135,7 @@ impl Meta {
                     if !matches!(f.source, ebbflow_plan::SourceDesc::None) {
                         sources.push((a.worker, a.actor_id));
                     }
-                    per_worker.entry(a.worker).or_default().push(actor_desc(
-                        f,
-                        a,
-                        &st.fragments,
-                        &st.edges,
-                    ));
+                    per_worker.push((a.worker, actor_desc(f, a, &st.fragments, &st.edges)));
                 }
             }
             (per_worker, actors, sources)
@@ -164,8 +158,7 @@ impl Meta {
             .map_err(|_| MetaError::internal("barrier manager is gone"))?;
         drop(routes);
         rx.await
-            .map_err(|_| MetaError::internal("barrier manager is gone"))?
-            .map_err(MetaError::internal)?;
+            .map_err(|_| MetaError::internal("barrier manager is gone"))??;
         self.recoveries.fetch_add(1, Ordering::Relaxed);
         if let Some((started_at, started, mut summary)) = self.failover_pending.lock().take() {
             summary.total_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -232,7 +225,7 @@ impl Meta {
             Ok(()) => rx
                 .await
                 .map_err(|_| MetaError::internal("barrier manager is gone"))
-                .and_then(|r| r.map_err(MetaError::internal)),
+                .and_then(|r| r.map_err(MetaError::from)),
             Err(_) => Err(MetaError::internal("barrier manager is gone")),
         };
         match result {

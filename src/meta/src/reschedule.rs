@@ -17,12 +17,13 @@ use tokio::sync::oneshot;
 
 use super::barrier::BarrierSpec;
 use super::cluster::WorkerState;
+use super::control::JobChange;
 use super::fragment::{actor_desc, ActorInfo, Fragment};
 use super::graph::EdgeSpec;
 use super::scale::{rebalance, Owner};
 use super::service::{Meta, MetaState, Parallelism, ScaleRecord};
 use super::{MetaError, MetaResult};
-use crate::catalog::TableId;
+use crate::catalog::{RelationDesc, RelationKind, TableId};
 use crate::cluster::UnitId;
 use ebbflow_common::Bitmap;
 use ebbflow_common::{ActorId, FragmentId};
@@ -226,27 +227,83 @@ impl MetaState {
     }
 }
 
+/// What `ALTER … SET PARALLELISM` changes: a job (a table's or an MV's
+/// fragments, whose parallelism is recorded for later rescales), a source,
+/// or one fragment named by id.
+#[derive(Clone, Copy, Debug)]
+pub enum ScaleTarget<'a> {
+    Relation(&'a RelationDesc),
+    Fragment(FragmentId),
+}
+
 impl Meta {
-    /// `SET PARALLELISM`: plan and apply under the DDL lock. A plan made
-    /// before taking it may be stale when applied (an adaptive rescale or
-    /// a recovery moved the fragments in between) and would be refused.
-    /// `None` when nothing had to move.
-    pub async fn apply_parallelism(
+    /// `ALTER {TABLE | MATERIALIZED VIEW | SOURCE | FRAGMENT} … SET
+    /// PARALLELISM = p`. Scale policy is meta's: a table's or an MV's job
+    /// records `p` (a scale of kind [`ScaleKind::Job`], followed by later
+    /// adaptive rescales; recorded even when nothing had to move), while a
+    /// source or a fragment named by id is an explicit, manual change. The
+    /// plan is made and applied under the DDL lock (a plan made before
+    /// taking it could be stale). `None` when nothing had to move.
+    pub async fn alter_parallelism(
         &self,
-        fragments: &[FragmentId],
+        target: ScaleTarget<'_>,
         parallelism: Parallelism,
-        explicit_fragment: bool,
-        statement: &str,
-        kind: ScaleKind,
     ) -> MetaResult<Option<ScaleSummary>> {
+        let (fragments, job) = match target {
+            ScaleTarget::Relation(r) if r.kind == RelationKind::Source => {
+                (self.source_fragments(r.id), None)
+            }
+            ScaleTarget::Relation(r) => {
+                let frags = self
+                    .state
+                    .lock()
+                    .relations
+                    .get(&r.id)
+                    .map(|e| e.fragments.clone())
+                    .ok_or_else(|| {
+                        MetaError::new("42P01", format!("relation \"{}\" does not exist", r.name))
+                    })?;
+                (frags, Some(r.id))
+            }
+            ScaleTarget::Fragment(f) => (vec![f], None),
+        };
+        let shown = parallelism.display().to_uppercase();
+        // The statement as the scale history records it.
+        let statement = match target {
+            ScaleTarget::Relation(r) => format!(
+                "ALTER {} {} SET PARALLELISM = {shown}",
+                r.kind.name().to_uppercase(),
+                r.name
+            ),
+            ScaleTarget::Fragment(f) => format!("ALTER FRAGMENT {f} SET PARALLELISM = {shown}"),
+        };
+        let kind = match job {
+            Some(t) => ScaleKind::Job(t, parallelism),
+            None => ScaleKind::Manual,
+        };
         let _ddl = self.ddl_lock.lock().await;
-        let plan = self.plan_parallelism(fragments, parallelism, explicit_fragment)?;
+        let plan = self.plan_parallelism(&fragments, parallelism, job.is_none())?;
         if plan.is_empty() {
+            if let Some(t) = job {
+                self.set_parallelism(t, parallelism);
+            }
             return Ok(None);
         }
-        self.apply_reschedule_locked(plan, statement, kind)
+        self.apply_reschedule_locked(plan, &statement, kind)
             .await
             .map(Some)
+    }
+
+    /// `ALTER SYSTEM RESCHEDULE '<plan>' [DRY RUN]`: the plan's text
+    /// parsed, then previewed (a dry run) or applied as a manual scale.
+    pub async fn reschedule_text(&self, plan: &str, dry_run: bool) -> MetaResult<ScaleSummary> {
+        let parsed = parse_plan(plan)?;
+        if dry_run {
+            return self.preview_reschedule(&parsed);
+        }
+        let statement = format!("ALTER SYSTEM RESCHEDULE '{plan}'");
+        self.apply_reschedule(parsed, &statement, ScaleKind::Manual)
+            .await
     }
 
     /// The plan that gives every hash fragment of a job `parallelism`
@@ -423,16 +480,7 @@ impl Meta {
         self.check_plan(&plan)?;
         let mut summary = ScaleSummary::default();
         // 1. the new layout, and the mutation that gets there
-        let (
-            old_fragments,
-            old_parallelism,
-            mutation,
-            descs,
-            add_actors,
-            add_sources,
-            remove_actors,
-            tables,
-        ) = {
+        let (old_fragments, old_parallelism, change, tables) = {
             let mut st = self.state.lock();
             let old_fragments = st.fragments.clone();
             let old_parallelism: Vec<(TableId, Parallelism)> = st
@@ -544,23 +592,24 @@ impl Meta {
                     }
                 }
             }
-            (
-                old_fragments,
-                old_parallelism,
-                Mutation::Update(update),
+            let change = JobChange {
                 descs,
-                all_added.into_iter().collect::<Vec<_>>(),
+                mutation: Mutation::Update(update),
+                add_actors: all_added.into_iter().collect(),
                 add_sources,
-                all_removed.into_iter().collect::<Vec<_>>(),
-                tables,
-            )
+                remove_actors: all_removed.into_iter().collect(),
+            };
+            (old_fragments, old_parallelism, change, tables)
         };
+        let JobChange {
+            descs,
+            mutation,
+            add_actors,
+            add_sources,
+            remove_actors,
+        } = change;
         // 2. build the new actors idle
-        let mut per_worker: HashMap<WorkerId, Vec<_>> = HashMap::new();
-        for (w, d) in descs {
-            per_worker.entry(w).or_default().push(d);
-        }
-        let built = self.build_actors_on(per_worker).await;
+        let built = self.build_actors_on(descs).await;
         // 3. one barrier. DML to the tables involved waits until it is
         // injected (new table actors hold what arrives after it until the
         // previous epoch is readable). The affected actors pause from the

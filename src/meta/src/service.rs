@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::barrier::{BarrierCommand, BarrierManager, BarrierSpec, FailureState};
+use super::barrier::{BarrierCommand, BarrierError, BarrierManager, BarrierSpec, FailureState};
 use super::catalog::{ColumnDesc, RelationDesc, RelationKind, TableId};
 use super::cluster::{host_of, Placement, UnitId, Worker, WorkerInfo, WorkerState};
 use super::fragment::{Edge, Fragment};
@@ -305,7 +305,7 @@ pub use super::dml::TableRoute;
 
 pub struct Meta {
     pub config: MetaConfig,
-    pub state: Mutex<MetaState>,
+    pub(crate) state: Mutex<MetaState>,
     /// The compute nodes' store (one per process; all in-process nodes
     /// share it). Batch reads go through its committed snapshots.
     pub store: Arc<dyn StateStore>,
@@ -543,14 +543,14 @@ impl Meta {
         self.send_barrier(spec)?
             .await
             .map_err(|_| MetaError::internal("barrier manager is gone"))?
-            .map_err(MetaError::internal)
+            .map_err(MetaError::from)
     }
 
     /// Queue one barrier; the receiver is told its result once committed.
     fn send_barrier(
         &self,
         spec: BarrierSpec,
-    ) -> MetaResult<oneshot::Receiver<Result<u64, String>>> {
+    ) -> MetaResult<oneshot::Receiver<Result<u64, BarrierError>>> {
         let (done, rx) = oneshot::channel();
         self.barrier_tx
             .send(BarrierCommand {
@@ -602,7 +602,7 @@ impl Meta {
     }
 
     /// Record a job's parallelism setting (when no actor has to change).
-    pub fn set_parallelism(&self, table_id: TableId, p: Parallelism) {
+    pub(crate) fn set_parallelism(&self, table_id: TableId, p: Parallelism) {
         if let Some(r) = self.state.lock().relations.get_mut(&table_id) {
             r.parallelism = p;
         }

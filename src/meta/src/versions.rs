@@ -178,9 +178,7 @@ impl VersionManager {
             files,
             extra.dropped_tables,
         );
-        version
-            .check()
-            .map_err(|e| StorageError::Io(format!("the committed version is inconsistent: {e}")))?;
+        version.check()?;
         Ok(version)
     }
 

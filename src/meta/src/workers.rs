@@ -20,7 +20,9 @@ use super::reschedule::{FragmentChange, ScaleKind, ScaleSummary};
 use super::service::{Meta, MetaState, Parallelism};
 use super::{MetaError, MetaResult};
 use ebbflow_stream::actor::ComputeEvent;
-use ebbflow_stream::compute_node::{ComputeClient, ComputeNode, WorkerId, HEARTBEAT_INTERVAL};
+use ebbflow_stream::compute_node::{
+    ComputeClient, ComputeNode, NodeResult, WorkerId, HEARTBEAT_INTERVAL,
+};
 use ebbflow_stream::message::FragmentId;
 
 /// A node whose heartbeat is older than this is down (its heartbeat task
@@ -239,7 +241,7 @@ impl Meta {
         &self,
         address: &str,
         units: u32,
-        connect: impl FnOnce(WorkerId) -> Result<Arc<dyn ComputeClient>, String>,
+        connect: impl FnOnce(WorkerId) -> NodeResult<Arc<dyn ComputeClient>>,
     ) -> MetaResult<(WorkerId, Vec<UnitId>)> {
         if units == 0 || units > MAX_UNITS_PER_NODE {
             return Err(MetaError::new(
@@ -256,7 +258,7 @@ impl Meta {
                 .find(|w| w.host == address)
                 .map(|w| w.id);
             let id = known.unwrap_or(st.next_worker_id + 1);
-            let client = connect(id).map_err(|e| MetaError::new("08006", e))?;
+            let client = connect(id).map_err(|e| MetaError::new("08006", e.to_string()))?;
             // The old incarnation died with actors meta has not moved yet.
             let lost = st
                 .workers

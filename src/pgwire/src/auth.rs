@@ -13,15 +13,17 @@
 
 use std::net::SocketAddr;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use bytes::Bytes;
 use futures::{Sink, SinkExt};
-use pgwire::api::auth::sasl::scram::{ScramServerAuth, ScramServerAuthWaitingForClientFinal};
+use pgwire::api::auth::sasl::scram::{
+    ScramSecret, ScramServerAuth, ScramServerAuthWaitingForClientFinal,
+};
 use pgwire::api::{ClientInfo, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::PgWireBackendMessage;
-
-use ebbflow_meta::users::parse_verifier;
 
 const SCRAM_SHA_256: &str = "SCRAM-SHA-256";
 
@@ -56,6 +58,28 @@ pub(super) fn auth_failed(user: &str) -> PgWireError {
     );
     info.severity_nonlocalized = Some("FATAL".to_owned());
     PgWireError::UserError(Box::new(info))
+}
+
+/// A stored verifier, in PostgreSQL's text form
+/// (`SCRAM-SHA-256$<iterations>:<salt>:<StoredKey>:<ServerKey>`, base64
+/// fields, as meta writes it), as pgwire's SCRAM secret; `None` if
+/// malformed.
+fn parse_verifier(v: &str) -> Option<ScramSecret> {
+    let rest = v.strip_prefix("SCRAM-SHA-256$")?;
+    let (iterations, keys) = rest.split_once(':')?;
+    let mut parts = keys.split(':');
+    let salt = STANDARD.decode(parts.next()?).ok()?;
+    let stored_key = STANDARD.decode(parts.next()?).ok()?;
+    let server_key = STANDARD.decode(parts.next()?).ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(ScramSecret::Verifier {
+        salt,
+        iterations: iterations.parse().ok()?,
+        stored_key,
+        server_key,
+    })
 }
 
 /// Start SCRAM for a user whose verifier is `verifier`.
@@ -134,5 +158,22 @@ mod tests {
         assert!(check_listen(any, true).is_ok());
         let e = check_listen(any, false).unwrap_err().to_string();
         assert!(e.contains("no user has a password"), "{e}");
+    }
+
+    #[test]
+    fn verifiers_parse_in_postgresql_form_only() {
+        let salt = STANDARD.encode([1u8; 16]);
+        let key = STANDARD.encode([2u8; 32]);
+        let v = format!("SCRAM-SHA-256$4096:{salt}:{key}:{key}");
+        assert!(matches!(
+            parse_verifier(&v),
+            Some(ScramSecret::Verifier {
+                iterations: 4096,
+                ..
+            })
+        ));
+        assert!(parse_verifier("md5abc").is_none());
+        assert!(parse_verifier(&format!("{v}:{key}")).is_none());
+        assert!(parse_verifier("SCRAM-SHA-256$4096:!!:x:y").is_none());
     }
 }

@@ -3,11 +3,12 @@
 //!
 //! The protocol itself (framing, SSL refusal, startup, the extended-query
 //! state machine that discards messages until Sync after an error) is the
-//! `pgwire` crate's; this module supplies the handlers:
+//! `pgwire` library's; this crate supplies the handlers:
 //!
-//! - startup: no password, any user and database; the session is created
-//!   from the startup packet's `user` and `database` (defaulting to the user,
-//!   as in PostgreSQL), and the server parameters psql and drivers expect are
+//! - startup: SCRAM-SHA-256 for a user with a password, trust for others
+//!   on a loopback listener (`auth.rs`); the session is created from the
+//!   startup packet's `user` and `database` (defaulting to the user, as in
+//!   PostgreSQL), and the server parameters psql and drivers expect are
 //!   reported (`server_version`, `DateStyle`, `TimeZone`, ...).
 //! - simple query: [`Session::run_simple`](ebbflow_frontend::Session::run_simple),
 //!   every result with its exact command tag, then the error if any, then
@@ -27,6 +28,10 @@
 //! connection; the accept loop outlives any client. A frame that cannot be
 //! decoded ends its connection with a FATAL `08P01` and one log line
 //! (`frames.rs`).
+//!
+//! It knows only sessions (`frontend`), values and types (`common`) and
+//! the parameter types of a statement (`sql`): not meta, the runtime or
+//! the store (`ci/layers`).
 
 pub mod auth;
 mod conn;

@@ -1,5 +1,11 @@
 //! Planning: the logical plan, and its translation into a stream fragment
 //! graph.
+//!
+//! It owns what a query means as relational operators
+//! ([`logical::LogicalPlan`]) and how an incremental job is cut into
+//! fragments of `plan`'s node descriptions, reading relations from meta's
+//! catalog. It produces plans as data and must not know how they run (the
+//! stream runtime, the batch engine), SQL text, or sessions (`ci/layers`).
 
 pub mod logical;
 pub mod stream;

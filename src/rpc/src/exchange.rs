@@ -160,7 +160,7 @@ impl OutStream {
         generation: u64,
         rx: mpsc::UnboundedReceiver<Frame>,
     ) -> Result<(), String> {
-        let channel = super::channel(address)?;
+        let channel = super::channel(address).map_err(|e| e.to_string())?;
         let mut client = ExchangeClient::with_interceptor(channel, secret);
         let mut request = Request::new(batches(rx));
         let value = generation

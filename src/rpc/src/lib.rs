@@ -11,6 +11,10 @@
 //! the right one. Over plain TCP it keeps out processes that were not given
 //! the secret (a wrongly configured node, another cluster on the same
 //! machine), not someone who can read the traffic; that needs TLS.
+//!
+//! It carries the calls meta and compute nodes already make in process
+//! (`ComputeClient`, the exchange) between processes; it must not know SQL,
+//! the planner, sessions or the wire protocol (`ci/layers`).
 
 use std::path::Path;
 
@@ -34,6 +38,26 @@ pub const SECRET_HEADER: &str = "x-ebbflow-secret";
 /// Shortest secret accepted: a short one is easy to guess.
 pub const MIN_SECRET_LEN: usize = 16;
 
+/// Errors of the cluster's RPC layer.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// A cluster secret that is too weak or not printable.
+    #[error("{0}")]
+    BadSecret(String),
+    /// The secret file could not be read.
+    #[error("cannot read the cluster secret file {path}: {source}")]
+    SecretFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A process address that is not `host:port`.
+    #[error("bad address {address}: {message}")]
+    BadAddress { address: String, message: String },
+}
+
+pub type RpcResult<T> = Result<T, RpcError>;
+
 /// The cluster secret: every process of a cluster has the same one.
 #[derive(Clone)]
 pub struct ClusterSecret(MetadataValue<tonic::metadata::Ascii>);
@@ -47,30 +71,31 @@ impl std::fmt::Debug for ClusterSecret {
 impl ClusterSecret {
     /// A secret from its text: printable ASCII without spaces, at least
     /// [`MIN_SECRET_LEN`] characters.
-    pub fn new(text: &str) -> Result<ClusterSecret, String> {
+    pub fn new(text: &str) -> RpcResult<ClusterSecret> {
         let text = text.trim();
         if text.len() < MIN_SECRET_LEN {
-            return Err(format!(
+            return Err(RpcError::BadSecret(format!(
                 "the cluster secret must be at least {MIN_SECRET_LEN} characters"
-            ));
+            )));
         }
         if !text.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the cluster secret must be printable ASCII without spaces".into());
+            return Err(RpcError::BadSecret(
+                "the cluster secret must be printable ASCII without spaces".into(),
+            ));
         }
         MetadataValue::try_from(text)
             .map(ClusterSecret)
-            .map_err(|e| format!("bad cluster secret: {e}"))
+            .map_err(|e| RpcError::BadSecret(format!("bad cluster secret: {e}")))
     }
 
     /// Reads the secret from a file (surrounding whitespace ignored).
-    pub fn from_file(path: &Path) -> Result<ClusterSecret, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read the cluster secret file {}: {e}",
-                path.display()
-            )
+    pub fn from_file(path: &Path) -> RpcResult<ClusterSecret> {
+        let text = std::fs::read_to_string(path).map_err(|source| RpcError::SecretFile {
+            path: path.display().to_string(),
+            source,
         })?;
-        ClusterSecret::new(&text).map_err(|e| format!("{e} ({})", path.display()))
+        ClusterSecret::new(&text)
+            .map_err(|e| RpcError::BadSecret(format!("{e} ({})", path.display())))
     }
 
     /// Adds the secret to an outgoing request (a client interceptor).
@@ -127,9 +152,12 @@ pub fn server() -> tonic::transport::Server {
 
 /// Opens a channel to another process of the cluster (`host:port`); the
 /// connection is made at the first call.
-pub fn channel(address: &str) -> Result<tonic::transport::Channel, String> {
+pub fn channel(address: &str) -> RpcResult<tonic::transport::Channel> {
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
-        .map_err(|e| format!("bad address {address}: {e}"))?
+        .map_err(|e| RpcError::BadAddress {
+            address: address.to_string(),
+            message: e.to_string(),
+        })?
         .connect_timeout(std::time::Duration::from_secs(2))
         .tcp_nodelay(true)
         .initial_stream_window_size(STREAM_WINDOW)

@@ -32,7 +32,9 @@ use ebbflow_plan::ActorDesc;
 use ebbflow_storage::lsm::Version;
 use ebbflow_storage::{SstInfo, StorageError, StorageResult};
 use ebbflow_stream::actor::ComputeEvent;
-use ebbflow_stream::compute_node::{ActorLocations, ComputeClient, WorkerId};
+use ebbflow_stream::compute_node::{
+    ActorLocations, ComputeClient, NodeError, NodeResult, WorkerId,
+};
 use ebbflow_stream::message::ActorId;
 
 type Client = PbClient<InterceptedService<Channel, ClusterSecret>>;
@@ -71,12 +73,11 @@ pub struct RemoteCompute {
 impl RemoteCompute {
     /// Connect to the process at `address` (lazily) and start following
     /// its events and pushing versions to it.
-    pub fn connect(
-        id: WorkerId,
-        address: &str,
-        link: MetaLink,
-    ) -> Result<Arc<RemoteCompute>, String> {
-        let channel = super::channel(address)?;
+    pub fn connect(id: WorkerId, address: &str, link: MetaLink) -> NodeResult<Arc<RemoteCompute>> {
+        let channel = super::channel(address).map_err(|e| NodeError::Unreachable {
+            worker: id,
+            message: e.to_string(),
+        })?;
         let client = PbClient::with_interceptor(channel, link.secret.clone())
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE);
@@ -115,9 +116,9 @@ impl RemoteCompute {
     /// Runs `call` while the process is alive; an error once it is not.
     async fn while_alive<T>(
         &self,
-        what: &str,
+        what: &'static str,
         call: impl std::future::Future<Output = Result<T, tonic::Status>>,
-    ) -> Result<T, String> {
+    ) -> NodeResult<T> {
         tokio::pin!(call);
         loop {
             tokio::select! {
@@ -126,12 +127,17 @@ impl RemoteCompute {
                         if matches!(s.code(), tonic::Code::Unavailable | tonic::Code::Unknown) {
                             self.broken.store(true, Ordering::SeqCst);
                         }
-                        format!("{what} on compute node {} ({}): {}", self.id, self.address, s.message())
+                        NodeError::Call {
+                            worker: self.id,
+                            address: self.address.clone(),
+                            what,
+                            message: s.message().to_string(),
+                        }
                     });
                 }
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
                     if !self.is_alive(ebbflow_meta::workers::HEARTBEAT_TIMEOUT) {
-                        return Err(format!("compute node {} ({}) is down", self.id, self.address));
+                        return Err(NodeError::Down(self.id));
                     }
                 }
             }
@@ -176,7 +182,7 @@ impl ComputeClient for RemoteCompute {
         true
     }
 
-    async fn update_locations(&self, locations: Arc<ActorLocations>) -> Result<(), String> {
+    async fn update_locations(&self, locations: Arc<ActorLocations>) -> NodeResult<()> {
         if self.killed.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -190,13 +196,13 @@ impl ComputeClient for RemoteCompute {
         .map(|_| ())
     }
 
-    async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String> {
+    async fn build_actors(&self, descs: Vec<ActorDesc>) -> NodeResult<()> {
         if self.killed.load(Ordering::SeqCst) {
-            return Err(format!("compute node {} is down", self.id));
+            return Err(NodeError::Down(self.id));
         }
         let mut actors = Vec::with_capacity(descs.len());
         for d in &descs {
-            let json = serde_json::to_vec(d).map_err(|e| format!("actor description: {e}"))?;
+            let json = serde_json::to_vec(d).map_err(|e| NodeError::Encode(e.to_string()))?;
             actors.push(bytes::Bytes::from(json));
         }
         let mut c = self.client.clone();
@@ -251,7 +257,7 @@ impl ComputeClient for RemoteCompute {
         self.senders.lock().clear();
     }
 
-    async fn reset(&self, generation: u64) -> Result<(), String> {
+    async fn reset(&self, generation: u64) -> NodeResult<()> {
         self.senders.lock().clear();
         self.actors.lock().clear();
         self.link.exchange.reset(generation);
@@ -290,7 +296,7 @@ impl ComputeClient for RemoteCompute {
             .while_alive("sync", c.sync(pb::SyncRequest { epoch }))
             .await
             .map(|r| r.into_inner().files.into_iter().map(sst_from_pb).collect())
-            .map_err(StorageError::Io);
+            .map_err(|e| StorageError::Io(e.to_string()));
         Some(r)
     }
 

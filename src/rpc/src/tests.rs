@@ -122,6 +122,8 @@ fn weak_or_unreadable_secrets_are_refused() {
     assert!(ClusterSecret::new("short").is_err());
     assert!(ClusterSecret::new("has a space inside it").is_err());
     assert!(ClusterSecret::new("  sixteen-chars-ok\n").is_ok());
-    let err = ClusterSecret::from_file(std::path::Path::new("/nonexistent/secret")).unwrap_err();
+    let err = ClusterSecret::from_file(std::path::Path::new("/nonexistent/secret"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/nonexistent/secret"), "{err}");
 }

@@ -1,6 +1,11 @@
 //! SQL front: parsing (sqlparser plus ebbflow's own statements) and binding
 //! (names and types resolved against the catalog, producing a
 //! [`BoundStatement`]).
+//!
+//! It owns the statements ebbflow accepts and what their names and types
+//! resolve to in meta's catalog, producing the planner's logical plans. It
+//! must not run anything (the batch engine, the runtime), nor know sessions
+//! or the wire protocol (`ci/layers`).
 
 pub mod binder;
 pub mod bound;

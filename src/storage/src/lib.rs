@@ -52,6 +52,10 @@ pub enum StorageError {
     /// cannot help.
     #[error("the state store is shutting down")]
     ShuttingDown,
+    /// A version of the store breaks its invariants (sorted levels, files
+    /// where they say they are).
+    #[error("the version is inconsistent: {0}")]
+    Inconsistent(String),
 }
 
 pub type StorageResult<T> = Result<T, StorageError>;

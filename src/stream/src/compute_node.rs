@@ -45,6 +45,34 @@ pub struct NodeServices {
     pub fault: Arc<std::sync::atomic::AtomicU32>,
 }
 
+/// Why a compute node did not do what meta asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The node is down (killed, or its process stopped answering).
+    #[error("compute node {0} is down")]
+    Down(WorkerId),
+    /// The node's process has not registered with meta yet (after meta
+    /// restarted).
+    #[error("the compute process has not registered yet")]
+    NotRegistered,
+    /// The node's process cannot be reached at the address it gave.
+    #[error("cannot reach compute node {worker}: {message}")]
+    Unreachable { worker: WorkerId, message: String },
+    /// A call to the node's process failed.
+    #[error("{what} on compute node {worker} ({address}): {message}")]
+    Call {
+        worker: WorkerId,
+        address: String,
+        what: &'static str,
+        message: String,
+    },
+    /// An actor's description could not be encoded for the node.
+    #[error("actor description: {0}")]
+    Encode(String),
+}
+
+pub type NodeResult<T> = Result<T, NodeError>;
+
 /// What meta asks of a compute node. Every call is one message of the
 /// contract; a node that is gone answers with an error or not at all, and
 /// meta learns it is down from its heartbeat.
@@ -59,11 +87,11 @@ pub trait ComputeClient: Send + Sync + 'static {
     fn inject_panic(&self);
     /// Where every actor of the cluster runs (for the remote exchange);
     /// sent before the barrier that wires new actors in.
-    async fn update_locations(&self, _locations: Arc<ActorLocations>) -> Result<(), String> {
+    async fn update_locations(&self, _locations: Arc<ActorLocations>) -> NodeResult<()> {
         Ok(())
     }
     /// Build and start actors; each waits for its first barrier.
-    async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String>;
+    async fn build_actors(&self, descs: Vec<ActorDesc>) -> NodeResult<()>;
     /// The channel of a source actor (DML and barriers), kept in order.
     fn local_sender(&self, actor: ActorId) -> Option<Sender>;
     /// Inject `barrier` into the given source actors of this node.
@@ -86,7 +114,7 @@ pub trait ComputeClient: Send + Sync + 'static {
     /// old actors arrives after this returns; a node with a store of its
     /// own drops its uncommitted writes and moves to recovery `generation`
     /// (what was sent in an older one is refused).
-    async fn reset(&self, generation: u64) -> Result<(), String>;
+    async fn reset(&self, generation: u64) -> NodeResult<()>;
     /// A heartbeat from the node's process arrived; false if meta does not
     /// take heartbeats for it (it must register again).
     fn heartbeat(&self) -> bool {
@@ -202,7 +230,7 @@ impl ComputeClient for ComputeNode {
 
     /// Build and start actors; each waits for its first barrier. A node
     /// that is down builds nothing.
-    async fn build_actors(&self, descs: Vec<ActorDesc>) -> Result<(), String> {
+    async fn build_actors(&self, descs: Vec<ActorDesc>) -> NodeResult<()> {
         if self.killed.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -247,7 +275,7 @@ impl ComputeClient for ComputeNode {
 
     /// Stop every actor and wait until all have ended, so no event of the
     /// old actors can arrive after this returns (recovery).
-    async fn reset(&self, _generation: u64) -> Result<(), String> {
+    async fn reset(&self, _generation: u64) -> NodeResult<()> {
         let handles: Vec<JoinHandle<()>> = self
             .actors
             .lock()

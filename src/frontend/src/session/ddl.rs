@@ -8,7 +8,7 @@ use crate::{FrontendError, StatementResult};
 use ebbflow_common::DataType;
 use ebbflow_meta::catalog::{ColumnDesc, RelationKind, TableId};
 use ebbflow_meta::graph::{PlanGraph, UpstreamSnapshot};
-use ebbflow_meta::reschedule::{ScaleKind, ScaleSummary};
+use ebbflow_meta::reschedule::{ScaleSummary, ScaleTarget};
 use ebbflow_meta::service::{relation_desc, table_columns, Parallelism};
 use ebbflow_meta::Meta;
 use ebbflow_plan::source::{connector_from_options, Connector, SplitSourceDesc};
@@ -270,51 +270,11 @@ impl LocalSession {
         target: ParallelismTarget,
         p: Parallelism,
     ) -> FResult<StatementResult> {
-        let (fragments, table, explicit) = match &target {
-            ParallelismTarget::Relation(r) if r.kind == RelationKind::Source => {
-                (self.meta.source_fragments(r.id), None, true)
-            }
-            ParallelismTarget::Relation(r) => {
-                let frags = self
-                    .meta
-                    .with_state(|st| st.relations.get(&r.id).map(|e| e.fragments.clone()))
-                    .ok_or_else(|| {
-                        FrontendError::new(
-                            "42P01",
-                            format!("relation \"{}\" does not exist", r.name),
-                        )
-                    })?;
-                (frags, Some(r.id), false)
-            }
-            ParallelismTarget::Fragment(f) => (vec![*f], None, true),
+        let scale_target = match &target {
+            ParallelismTarget::Relation(r) => ScaleTarget::Relation(r),
+            ParallelismTarget::Fragment(f) => ScaleTarget::Fragment(*f),
         };
-        let shown = p.display().to_uppercase();
-        let statement = match &target {
-            ParallelismTarget::Relation(r) => {
-                format!(
-                    "ALTER {} {} SET PARALLELISM = {}",
-                    r.kind.name().to_uppercase(),
-                    r.name,
-                    shown
-                )
-            }
-            ParallelismTarget::Fragment(f) => {
-                format!("ALTER FRAGMENT {f} SET PARALLELISM = {shown}")
-            }
-        };
-        let kind = match table {
-            Some(t) => ScaleKind::Job(t, p),
-            None => ScaleKind::Manual,
-        };
-        let applied = self
-            .meta
-            .apply_parallelism(&fragments, p, explicit, &statement, kind)
-            .await?;
-        if applied.is_none() {
-            if let Some(t) = table {
-                self.meta.set_parallelism(t, p);
-            }
-        }
+        self.meta.alter_parallelism(scale_target, p).await?;
         Ok(command(match target {
             ParallelismTarget::Relation(r) => match r.kind {
                 RelationKind::Table => "ALTER TABLE",
@@ -328,18 +288,7 @@ impl LocalSession {
     /// `ALTER SYSTEM RESCHEDULE '<plan>' [DRY RUN]`: a dry run returns
     /// what would change, one row per fragment.
     pub(super) async fn reschedule(&self, plan: &str, dry_run: bool) -> FResult<StatementResult> {
-        let parsed = ebbflow_meta::reschedule::parse_plan(plan)?;
-        let summary = if dry_run {
-            self.meta.preview_reschedule(&parsed)?
-        } else {
-            self.meta
-                .apply_reschedule(
-                    parsed,
-                    &format!("ALTER SYSTEM RESCHEDULE '{plan}'"),
-                    ScaleKind::Manual,
-                )
-                .await?
-        };
+        let summary = self.meta.reschedule_text(plan, dry_run).await?;
         if !dry_run {
             return Ok(command("ALTER SYSTEM"));
         }

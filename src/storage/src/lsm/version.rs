@@ -21,7 +21,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::SstInfo;
+use crate::{SstInfo, StorageError, StorageResult};
 use ebbflow_common::TableId;
 
 #[derive(Clone, Debug, Default)]
@@ -173,26 +173,31 @@ impl Version {
     }
 
     /// Checks the invariants above.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> StorageResult<()> {
         for w in self.l0.windows(2) {
             if w[0].epoch < w[1].epoch {
-                return Err("L0 not newest first".into());
+                return Err(StorageError::Inconsistent("L0 not newest first".into()));
             }
         }
         for (i, level) in self.levels.iter().enumerate() {
             for f in level {
                 if f.level as usize != i + 1 {
-                    return Err(format!("file {} in level {} says {}", f.id, i + 1, f.level));
+                    return Err(StorageError::Inconsistent(format!(
+                        "file {} in level {} says {}",
+                        f.id,
+                        i + 1,
+                        f.level
+                    )));
                 }
             }
             for w in level.windows(2) {
                 if w[0].last_key >= w[1].first_key {
-                    return Err(format!(
+                    return Err(StorageError::Inconsistent(format!(
                         "level {} files {} and {} overlap",
                         i + 1,
                         w[0].id,
                         w[1].id
-                    ));
+                    )));
                 }
             }
         }
