@@ -48,7 +48,6 @@
 //! vnode mapping with minimal movement, builds the new actors idle, and
 //! sends one barrier whose `Update` mutation switches dispatchers, merges
 //! and bitmaps at once (docs/design.md §5).
-
 //!
 //! # A cluster of processes
 //!
@@ -60,6 +59,14 @@
 //! and actors on different processes exchange chunks and barriers over one
 //! credit-controlled stream per process pair. Each process writes its own
 //! epoch files; meta commits them together.
+//!
+//! # The crates
+//!
+//! Each layer above is a crate of the workspace (`src/<layer>`); this one
+//! is the binary: [`server`] assembles a process from them, [`metrics`]
+//! serves `/metrics`, and every layer is re-exported under its name for
+//! the tests. `ci/layers` keeps the dependencies pointing down; the README
+//! lists what each crate owns.
 
 /// The batch engine for ad-hoc queries over committed state (the
 /// `ebbflow-batch` crate).
