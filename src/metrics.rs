@@ -26,22 +26,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:1250";
 fn catalog_metrics(meta: &Meta) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let (actors, scales, pause_ms) = meta.with_state(|st| {
-        let mut actors: std::collections::BTreeMap<u32, u64> =
-            st.workers.keys().map(|w| (*w, 0)).collect();
-        for f in st.fragments.values() {
-            for a in &f.actors {
-                *actors.entry(a.worker).or_default() += 1;
-            }
-        }
-        let mut scales: std::collections::BTreeMap<String, u64> = Default::default();
-        let mut pause_ms = 0.0;
-        for s in &st.scale_history {
-            *scales.entry(s.status.clone()).or_default() += 1;
-            pause_ms += s.pause_ms;
-        }
-        (actors, scales, pause_ms)
-    });
+    let actors = meta.actors_per_worker();
+    let (scales, pause_ms) = meta.scale_totals();
     let _ = writeln!(out, "# HELP ebbflow_actors Actors placed on a compute node");
     let _ = writeln!(out, "# TYPE ebbflow_actors gauge");
     for (w, n) in actors {

@@ -338,7 +338,7 @@ async fn actor_failure_recovers_from_last_committed_epoch() {
         .await
         .unwrap();
     meta.flush().await.unwrap();
-    let frag = meta.with_state(|st| st.relations[&mv.id].materialize_fragment);
+    let frag = meta.materialize_fragment(mv.id).expect("the MV's fragment");
     meta.inject_actor_failure(frag);
     // This row reaches the failing actor: the epoch it is in never commits.
     meta.write_dml(t.id, StreamChunk::inserts(vec![vec![i(2), i(2)]]))

@@ -25,6 +25,7 @@ pub mod key_format;
 #[cfg(test)]
 mod lsm_tests;
 pub mod pg_catalog;
+pub mod read;
 mod recovery;
 pub mod reschedule;
 pub mod scale;

@@ -613,7 +613,9 @@ impl Meta {
         self.state.lock().relation_by_name(name).is_some()
     }
 
-    pub fn with_state<R>(&self, f: impl FnOnce(&MetaState) -> R) -> R {
+    /// Read the state under its lock (meta's own modules; the layers above
+    /// read through `read.rs`).
+    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&MetaState) -> R) -> R {
         f(&self.state.lock())
     }
 

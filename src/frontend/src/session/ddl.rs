@@ -19,7 +19,7 @@ use ebbflow_sql::bound::ParallelismTarget;
 
 /// The existing relations' layout, copied so planning holds no lock.
 pub(super) fn upstream_snapshot(meta: &Meta) -> UpstreamSnapshot {
-    meta.with_state(|st| UpstreamSnapshot::of(st, st.relations.keys().copied()))
+    meta.upstream_snapshot()
 }
 
 /// The stream graph of an MV, with table ids from meta.

@@ -21,7 +21,7 @@ use ebbflow_batch::{self as batch, BatchError, ScanSource};
 use ebbflow_common::{DataType, Datum, Field, Row, ScalarValue};
 use ebbflow_meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
 use ebbflow_meta::pg_catalog::{self, pg_relation};
-use ebbflow_meta::system::{system_relation, system_rows};
+use ebbflow_meta::system::system_relation;
 use ebbflow_meta::{Meta, MetaError};
 use ebbflow_planner::logical::LogicalPlan;
 use ebbflow_planner::stream::Emit;
@@ -85,12 +85,11 @@ impl CatalogReader for MetaCatalog<'_> {
     }
 
     fn relations(&self) -> Vec<(String, Arc<RelationDesc>)> {
-        self.meta.with_state(|st| {
-            pg_catalog::all_relations(st)
-                .into_iter()
-                .map(|(s, r)| (s.to_string(), r))
-                .collect()
-        })
+        self.meta
+            .catalog_relations()
+            .into_iter()
+            .map(|(s, r)| (s.to_string(), r))
+            .collect()
     }
 
     fn session(&self) -> SessionInfo {
@@ -168,7 +167,7 @@ impl<'a> MetaScan<'a> {
         }
         if let Some(id) = progress {
             let snapshot = meta.store.snapshot();
-            let fragments = meta.with_state(ebbflow_meta::system::source_fragments);
+            let fragments = meta.source_fragment_list();
             let got = ebbflow_meta::system::source_progress_rows(fragments, &*snapshot)
                 .await
                 .map_err(ebbflow_meta::MetaError::from)?;
@@ -203,11 +202,11 @@ impl ScanSource for MetaScan<'_> {
                 ));
             }
             if pg_catalog::is_pg_relation(relation.id) {
-                return Ok(self.meta.with_state(|st| {
-                    pg_catalog::pg_rows(st, &relation.name, relation.id, &self.session)
-                }));
+                return Ok(self
+                    .meta
+                    .pg_catalog_rows(&relation.name, relation.id, &self.session));
             }
-            return Ok(self.meta.with_state(|st| system_rows(st, &relation.name)));
+            return Ok(self.meta.system_rows(&relation.name));
         }
         let mut rows = self.rows.lock();
         match rows.get_mut(&relation.id) {

@@ -12,12 +12,13 @@ use ebbflow_sql::BoundStatement;
 
 impl LocalSession {
     pub(super) fn show_cluster(&self) -> StatementResult {
-        let rows = self.meta.with_state(|st| {
+        let (workers, fragments) = self.meta.cluster_layout();
+        let rows = {
             let mut rows = Vec::new();
-            for w in st.workers.values() {
+            for w in &workers {
                 for u in &w.units {
                     let mut actors = Vec::new();
-                    for f in st.fragments.values() {
+                    for f in &fragments {
                         let ids: Vec<String> = f
                             .actors
                             .iter()
@@ -38,7 +39,7 @@ impl LocalSession {
                 }
             }
             rows
-        });
+        };
         rows_result(
             fields(&[
                 ("worker_id", DataType::Int32),
@@ -118,13 +119,12 @@ impl LocalSession {
         rows_of: impl Fn(&Fragment) -> Vec<Row>,
     ) -> FResult<StatementResult> {
         let filter = self.filter_table(name)?;
-        let rows = self.meta.with_state(|st| {
-            st.fragments
-                .values()
-                .filter(|f| filter.is_none_or(|t| f.table_id == t))
-                .flat_map(rows_of)
-                .collect()
-        });
+        let rows = self
+            .meta
+            .fragments(filter)
+            .iter()
+            .flat_map(rows_of)
+            .collect();
         Ok(rows_result(fields(columns), rows))
     }
 
@@ -137,9 +137,7 @@ impl LocalSession {
                 ..
             } => {
                 let n = match self.parallelism_for(&with_options)? {
-                    Parallelism::Adaptive | Parallelism::Custom => {
-                        self.meta.with_state(|st| st.total_units())
-                    }
+                    Parallelism::Adaptive | Parallelism::Custom => self.meta.total_units(),
                     Parallelism::Fixed(n) => n as usize,
                 };
                 // Plan with throw-away ids: EXPLAIN changes nothing.

@@ -257,7 +257,7 @@ impl LocalSession {
             "streaming_parallelism".into(),
             vars.streaming_parallelism.display(),
         ));
-        let params = self.meta.with_state(|st| st.params.clone());
+        let params = self.meta.params();
         out.push(("adaptive_scaling".into(), on_off(params.adaptive_scaling)));
         out.push((
             "adaptive_scaling_interval_ms".into(),
