@@ -17,7 +17,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
-use ebbflow::common::{DataType, Datum, Field, Interval, ScalarValue};
+use ebbflow::common::{DataType, Datum, ErrorKind, Field, Interval, ScalarValue};
 use ebbflow::frontend::{FrontendError, Session, SessionFactory, StatementResult};
 use ebbflow::sql::ParamContext;
 
@@ -137,16 +137,24 @@ fn canned(session: &MockSession, sql: &str) -> Result<StatementResult, FrontendE
         "begin" | "start transaction" => command("BEGIN"),
         "commit" => command("COMMIT"),
         "fail" => {
-            let mut e = FrontendError::new("42P01", "relation \"nope\" does not exist");
+            let mut e = FrontendError::new(
+                ErrorKind::UndefinedTable,
+                "relation \"nope\" does not exist",
+            );
             e.detail = Some("some detail".to_owned());
             e.hint = Some("some hint".to_owned());
             return Err(e);
         }
-        "fail_exec" => return Err(FrontendError::new("22012", "division by zero")),
+        "fail_exec" => {
+            return Err(FrontendError::new(
+                ErrorKind::DivisionByZero,
+                "division by zero",
+            ))
+        }
         "" => StatementResult::Empty,
         _ => {
             return Err(FrontendError::new(
-                "42601",
+                ErrorKind::SyntaxError,
                 format!("syntax error at \"{sql}\""),
             ))
         }

@@ -9,6 +9,7 @@
 
 use super::hash::FastMap;
 use super::{check_indices, BatchError, BatchResult};
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{Datum, Row};
 use ebbflow_expr::{create_accumulator, Accumulator, AggCall, AggKind, ExprError, ExprResult};
 
@@ -212,7 +213,10 @@ struct InsertOnlyMinMax {
 impl Accumulator for InsertOnlyMinMax {
     fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
         if !insert {
-            return Err(ExprError::new("XX000", "batch min/max cannot retract"));
+            return Err(ExprError::new(
+                ErrorKind::InternalError,
+                "batch min/max cannot retract",
+            ));
         }
         if let Some(v) = value {
             let better = match &self.best {
@@ -241,7 +245,10 @@ impl Accumulator for InsertOnlyMinMax {
                 self.best = best.clone();
                 Ok(())
             }
-            _ => Err(ExprError::new("XX000", "corrupt min/max state")),
+            _ => Err(ExprError::new(
+                ErrorKind::InternalError,
+                "corrupt min/max state",
+            )),
         }
     }
 
@@ -432,11 +439,11 @@ mod tests {
             distinct: false,
         };
         let err = execute_aggregate(vec![], &[2], &[], 2).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
         let err = execute_aggregate(vec![], &[], &[call(AggKind::Sum, Some(2))], 2).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
         let err = execute_aggregate(vec![], &[], &[call(AggKind::Sum, None)], 2).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
     }
 
     /// The batch min/max agree with the shared accumulator on every input

@@ -389,6 +389,7 @@ mod tests {
     use super::super::test_utils::*;
     use super::*;
     use ebbflow_common::DataType::{self, Boolean, Int32, Varchar};
+    use ebbflow_common::ErrorKind;
     use ebbflow_planner::logical::LogicalPlan;
 
     const L: &[DataType] = &[Int32, Varchar];
@@ -649,17 +650,20 @@ mod tests {
             on: vec![(0, 0)],
             condition: None,
         };
-        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+        assert_eq!(
+            execute(&plan, &src).unwrap_err().kind,
+            ErrorKind::InternalError
+        );
     }
 
     #[test]
     fn bad_key_index_is_internal_error() {
         let err =
             execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[(0, 2)], None).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
         let cond = col(4, Boolean);
         let err =
             execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[], Some(&cond)).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
     }
 }

@@ -27,8 +27,8 @@
 //!
 //! Every column index a plan uses is checked against its input before any
 //! row is touched, so a plan that does not fit its input (a binder or
-//! planner bug) is an `XX000` error, never a panic. Evaluation errors keep
-//! the SQLSTATE the expression gave them. `perf_tests.rs` times each
+//! planner bug) is an internal error, never a panic. Evaluation errors keep
+//! the kind the expression gave them. `perf_tests.rs` times each
 //! operator over a million rows (`cargo test -p ebbflow-batch --lib perf
 //! -- --ignored --nocapture`).
 //!
@@ -50,6 +50,7 @@ mod test_utils;
 #[cfg(test)]
 mod tests;
 
+use ebbflow_common::ErrorKind;
 use ebbflow_common::Row;
 use ebbflow_expr::ExprError;
 use ebbflow_meta::catalog::RelationDesc;
@@ -66,31 +67,31 @@ pub use top_n::execute_top_n;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct BatchError {
-    /// SQLSTATE: the expression's code for evaluation errors (`22003`,
-    /// `22012`, ...), the source's for scan errors, `XX000` for a plan that
-    /// does not fit its input (a bug upstream, reported instead of a panic).
-    pub code: &'static str,
+    /// The expression's kind for evaluation errors, the source's for scan
+    /// errors, an internal error for a plan that does not fit its input (a
+    /// bug upstream, reported instead of a panic).
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl BatchError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         BatchError {
-            code,
+            kind,
             message: message.into(),
         }
     }
 
     /// An internal error: the plan or the source broke a contract.
     pub fn internal(message: impl Into<String>) -> Self {
-        BatchError::new("XX000", message)
+        BatchError::new(ErrorKind::InternalError, message)
     }
 }
 
 impl From<ExprError> for BatchError {
     fn from(e: ExprError) -> Self {
         BatchError {
-            code: e.code,
+            kind: e.kind,
             message: e.message,
         }
     }

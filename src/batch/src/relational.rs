@@ -2,6 +2,7 @@
 //! `HopWindow`.
 
 use super::{check_expr, BatchError, BatchResult};
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{Row, ScalarValue};
 use ebbflow_expr::window::{to_micros, TimeWindow};
 use ebbflow_expr::Expr;
@@ -117,12 +118,16 @@ pub fn execute_expand_vector(rows: Vec<Row>, vector: &Expr, width: usize) -> Bat
         for (n, elem) in text.split_ascii_whitespace().enumerate() {
             let x: i16 = elem.parse().map_err(|_| {
                 BatchError::new(
-                    "22P02",
+                    ErrorKind::InvalidTextRepresentation,
                     format!("invalid input syntax for type smallint: \"{elem}\""),
                 )
             })?;
-            let n = i32::try_from(n + 1)
-                .map_err(|_| BatchError::new("54000", "vector has too many elements"))?;
+            let n = i32::try_from(n + 1).map_err(|_| {
+                BatchError::new(
+                    ErrorKind::ProgramLimitExceeded,
+                    "vector has too many elements",
+                )
+            })?;
             let mut r = Vec::with_capacity(width + 2);
             r.extend(row.iter().cloned());
             r.push(Some(ScalarValue::Int16(x)));
@@ -183,9 +188,9 @@ pub fn execute_hop_window(
             }
         };
         for k in 0..count {
-            let (start, end) = window
-                .window(t, k)
-                .ok_or_else(|| BatchError::new("22008", "timestamp out of range"))?;
+            let (start, end) = window.window(t, k).ok_or_else(|| {
+                BatchError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
+            })?;
             let mut r = Vec::with_capacity(width + 2);
             r.extend(row.iter().cloned());
             r.push(Some(ScalarValue::Timestamp(start)));
@@ -200,6 +205,7 @@ pub fn execute_hop_window(
 mod tests {
     use super::super::test_utils::*;
     use super::super::{execute, BatchError};
+    use ebbflow_common::ErrorKind;
     use ebbflow_common::{DataType, Field, ScalarValue};
     use ebbflow_planner::logical::LogicalPlan;
 
@@ -248,7 +254,10 @@ mod tests {
         assert_rows(&execute(&plan, &src).unwrap(), "1 7 7 1");
         let src = MockSource::new().with_table("v", &[DataType::Int32, DataType::Varchar], "1 x");
         let plan = expand(src.scan_plan("v"), col(1, DataType::Varchar));
-        assert_eq!(execute(&plan, &src).unwrap_err().code, "22P02");
+        assert_eq!(
+            execute(&plan, &src).unwrap_err().kind,
+            ErrorKind::InvalidTextRepresentation
+        );
     }
 
     #[test]
@@ -263,7 +272,7 @@ mod tests {
         let mut src = source();
         src.tables.get_mut("t").unwrap().1.push(vec![None]);
         let err: BatchError = execute(&src.scan_plan("t"), &src).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
     }
 
     #[test]
@@ -292,7 +301,10 @@ mod tests {
             rows: vec![vec![col(0, DataType::Int32)]],
             fields: vec![Field::new("a", DataType::Int32)],
         };
-        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+        assert_eq!(
+            execute(&plan, &src).unwrap_err().kind,
+            ErrorKind::InternalError
+        );
     }
 
     #[test]
@@ -319,7 +331,10 @@ mod tests {
     fn project_out_of_range_is_internal_error() {
         let src = source();
         let plan = project(src.scan_plan("t"), vec![col(5, DataType::Int32)]);
-        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+        assert_eq!(
+            execute(&plan, &src).unwrap_err().kind,
+            ErrorKind::InternalError
+        );
     }
 
     #[test]
@@ -361,7 +376,10 @@ mod tests {
                 project(src.scan_plan("t"), vec![col(0, DataType::Int32)]),
             ],
         };
-        assert_eq!(execute(&plan, &src).unwrap_err().code, "XX000");
+        assert_eq!(
+            execute(&plan, &src).unwrap_err().kind,
+            ErrorKind::InternalError
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Rows are written one per line, values separated by whitespace, `.` for
 //! NULL (the chunk fixture format without the op column).
 
+use ebbflow_common::ErrorKind;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -61,7 +62,12 @@ impl ScanSource for MockSource {
         self.tables
             .get(&relation.name)
             .map(|(_, rows)| rows.clone())
-            .ok_or_else(|| BatchError::new("42P01", format!("no relation {}", relation.name)))
+            .ok_or_else(|| {
+                BatchError::new(
+                    ErrorKind::UndefinedTable,
+                    format!("no relation {}", relation.name),
+                )
+            })
     }
 }
 

@@ -158,6 +158,7 @@ mod tests {
     use super::super::test_utils::*;
     use super::*;
     use ebbflow_common::DataType::{self, Int32, Varchar};
+    use ebbflow_common::ErrorKind;
 
     const T: &[DataType] = &[Int32, Varchar];
     const ROWS: &str = "3 a\n. b\n1 c\n3 d\n. e\n2 f";
@@ -294,6 +295,6 @@ mod tests {
     #[test]
     fn bad_order_index_is_internal_error() {
         let err = execute_top_n(vec![], &[asc(2)], None, 0, 2).unwrap_err();
-        assert_eq!(err.code, "XX000");
+        assert_eq!(err.kind, ErrorKind::InternalError);
     }
 }

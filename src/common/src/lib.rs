@@ -10,6 +10,7 @@ pub mod bitmap;
 pub mod chunk;
 pub mod column;
 pub mod encoding;
+pub mod error;
 pub mod ids;
 pub mod order;
 pub mod text;
@@ -20,6 +21,7 @@ pub use bitmap::Bitmap;
 pub use chunk::{Op, StreamChunk, StreamChunkBuilder, CHUNK_SIZE};
 pub use column::{datum_ref, Column, ColumnBuilder, DatumRef, ScalarRef};
 pub use encoding::{vnode_of, VirtualNode, VNODE_COUNT};
+pub use error::ErrorKind;
 pub use ids::{ActorId, Epoch, FragmentId, TableId, UnitId, WorkerId};
 pub use time_unit::TimeUnit;
 pub use types::{

@@ -17,6 +17,7 @@ mod array;
 mod datetime;
 mod interval;
 
+use crate::ErrorKind;
 use rust_decimal::Decimal;
 
 use super::types::{DataType, Numeric, ScalarValue};
@@ -25,36 +26,39 @@ pub use array::{format_array, parse_array};
 pub use datetime::{format_date, format_timestamp};
 pub use interval::format_interval;
 
-/// Error parsing a value from text; always SQLSTATE class 22.
+/// Error parsing a value from text; always a data exception.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct ParseError {
-    /// SQLSTATE, e.g. `22P02` (invalid text representation), `22003` (out of range),
-    /// `22007` (bad datetime), `22008` (datetime field overflow).
-    pub code: &'static str,
+    /// E.g. invalid text representation, numeric value out of range,
+    /// invalid datetime format, datetime field overflow.
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl ParseError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ParseError {
-            code,
+            kind,
             message: message.into(),
         }
     }
 
-    /// `invalid input syntax for type <ty>: "<s>"`; 22007 for datetime types.
+    /// `invalid input syntax for type <ty>: "<s>"`; an invalid datetime format
+    /// for datetime types.
     pub fn invalid(ty: DataType, s: &str) -> Self {
-        let code = match ty {
-            DataType::Date | DataType::Timestamp | DataType::Interval => "22007",
-            _ => "22P02",
+        let kind = match ty {
+            DataType::Date | DataType::Timestamp | DataType::Interval => {
+                ErrorKind::InvalidDatetimeFormat
+            }
+            _ => ErrorKind::InvalidTextRepresentation,
         };
         let name = match ty {
             DataType::Timestamp => "timestamp",
             other => other.pg_name(),
         };
         ParseError::new(
-            code,
+            kind,
             format!("invalid input syntax for type {}: \"{}\"", name, s),
         )
     }
@@ -307,7 +311,7 @@ fn parse_int<T: std::str::FromStr>(ty: DataType, s: &str) -> Result<T, ParseErro
     }
     t.parse().map_err(|_| {
         ParseError::new(
-            "22003",
+            ErrorKind::NumericValueOutOfRange,
             format!("value \"{}\" is out of range for type {}", s, ty.pg_name()),
         )
     })
@@ -346,7 +350,7 @@ fn parse_float(ty: DataType, s: &str) -> Result<f64, ParseError> {
     }
     let out_of_range = || {
         ParseError::new(
-            "22003",
+            ErrorKind::NumericValueOutOfRange,
             format!("\"{}\" is out of range for type {}", t, ty.pg_name()),
         )
     };
@@ -378,7 +382,12 @@ pub fn parse_numeric(s: &str) -> Result<Numeric, ParseError> {
 /// (`1.50` has scale 2, `1.5e-3` scale 4, `1.5e3` scale 0).
 pub fn parse_decimal(s: &str) -> Result<Decimal, ParseError> {
     let bad = || ParseError::invalid(DataType::Decimal, s);
-    let overflow = || ParseError::new("22003", "value overflows numeric format");
+    let overflow = || {
+        ParseError::new(
+            ErrorKind::NumericValueOutOfRange,
+            "value overflows numeric format",
+        )
+    };
     let t = pg_trim(s);
     let (neg, u) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),

@@ -6,6 +6,7 @@
 //! sums depend on input order too). Infinities and NaN are counted apart so
 //! that retracting them is exact.
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
@@ -117,12 +118,12 @@ pub fn create_accumulator(call: &AggCall) -> Box<dyn Accumulator> {
 }
 
 fn corrupt() -> ExprError {
-    ExprError::new("XX000", "corrupt aggregate state")
+    ExprError::new(ErrorKind::InternalError, "corrupt aggregate state")
 }
 
 fn retract_missing() -> ExprError {
     ExprError::new(
-        "XX000",
+        ErrorKind::InternalError,
         "aggregate retraction of a value that was never added",
     )
 }
@@ -241,7 +242,7 @@ struct SumAvg {
 
 fn wrong_type(v: &ScalarValue) -> ExprError {
     ExprError::new(
-        "XX000",
+        ErrorKind::InternalError,
         format!("unexpected {} input to sum/avg", v.data_type()),
     )
 }
@@ -259,7 +260,7 @@ impl SumAvg {
     }
 
     fn interval_total(months: i64, days: i64, micros: i128) -> ExprResult<Interval> {
-        let range = || ExprError::new("22008", "interval out of range");
+        let range = || ExprError::new(ErrorKind::DatetimeFieldOverflow, "interval out of range");
         Ok(Interval::new(
             i32::try_from(months).map_err(|_| range())?,
             i32::try_from(days).map_err(|_| range())?,
@@ -416,7 +417,10 @@ impl Accumulator for SumAvg {
                 let out = if self.avg { total / n as f64 } else { total };
                 let out = if single { out as f32 as f64 } else { out };
                 if out.is_infinite() && *pos_inf == 0 && *neg_inf == 0 {
-                    return Err(ExprError::new("22003", "value out of range: overflow"));
+                    return Err(ExprError::new(
+                        ErrorKind::NumericValueOutOfRange,
+                        "value out of range: overflow",
+                    ));
                 }
                 if single {
                     ScalarValue::Float32(F64(out))
@@ -639,7 +643,7 @@ impl Accumulator for Extreme {
     fn update(&mut self, insert: bool, value: &Datum) -> ExprResult<()> {
         if !insert {
             return Err(ExprError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 "retraction reached a min/max planned for an append-only input",
             ));
         }

@@ -11,6 +11,7 @@
 //! unless the dividend is NaN).
 
 use chrono::{Months, NaiveDate, NaiveDateTime, TimeDelta};
+use ebbflow_common::ErrorKind;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::cast::{int_out_of_range, numeric_overflow};
@@ -27,26 +28,26 @@ pub enum ArithOp {
 }
 
 pub fn division_by_zero() -> ExprError {
-    ExprError::new("22012", "division by zero")
+    ExprError::new(ErrorKind::DivisionByZero, "division by zero")
 }
 
 fn internal(op: ArithOp, a: &ScalarValue, b: &ScalarValue) -> ExprError {
     ExprError::new(
-        "XX000",
+        ErrorKind::InternalError,
         format!("no {:?} for {} and {}", op, a.data_type(), b.data_type()),
     )
 }
 
 fn interval_out_of_range() -> ExprError {
-    ExprError::new("22008", "interval out of range")
+    ExprError::new(ErrorKind::DatetimeFieldOverflow, "interval out of range")
 }
 
 fn timestamp_out_of_range() -> ExprError {
-    ExprError::new("22008", "timestamp out of range")
+    ExprError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
 }
 
 fn date_out_of_range() -> ExprError {
-    ExprError::new("22008", "date out of range")
+    ExprError::new(ErrorKind::DatetimeFieldOverflow, "date out of range")
 }
 
 macro_rules! int_arith {
@@ -82,7 +83,7 @@ fn float_arith(x: f64, y: f64, op: ArithOp, single: bool) -> ExprResult<f64> {
             }
             ArithOp::Mod => {
                 return Err(ExprError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     "operator does not exist: real % real",
                 ))
             }
@@ -100,14 +101,17 @@ fn float_arith(x: f64, y: f64, op: ArithOp, single: bool) -> ExprResult<f64> {
             }
             ArithOp::Mod => {
                 return Err(ExprError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     "operator does not exist: double precision % double precision",
                 ))
             }
         }
     };
     if r.is_infinite() && !x.is_infinite() && !y.is_infinite() {
-        return Err(ExprError::new("22003", "value out of range: overflow"));
+        return Err(ExprError::new(
+            ErrorKind::NumericValueOutOfRange,
+            "value out of range: overflow",
+        ));
     }
     let underflow = match op {
         ArithOp::Mul => r == 0.0 && x != 0.0 && y != 0.0,
@@ -115,7 +119,10 @@ fn float_arith(x: f64, y: f64, op: ArithOp, single: bool) -> ExprResult<f64> {
         _ => false,
     };
     if underflow {
-        return Err(ExprError::new("22003", "value out of range: underflow"));
+        return Err(ExprError::new(
+            ErrorKind::NumericValueOutOfRange,
+            "value out of range: underflow",
+        ));
     }
     Ok(r)
 }
@@ -333,7 +340,7 @@ pub fn neg(a: &ScalarValue) -> ExprResult<ScalarValue> {
         S::Interval(i) => S::Interval(interval_neg(i)?),
         other => {
             return Err(ExprError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 format!("no unary minus for {}", other.data_type()),
             ))
         }

@@ -2,6 +2,7 @@
 //! (one-dimensional arrays with lower bound 1, see
 //! [`ArrayValue`](ebbflow_common::ArrayValue)).
 
+use ebbflow_common::ErrorKind;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -13,12 +14,12 @@ use ebbflow_common::text::format_datum;
 use ebbflow_common::{ArrayValue, DataType, Datum, ElemType, ScalarValue};
 
 fn internal(msg: impl Into<String>) -> ExprError {
-    ExprError::new("XX000", msg)
+    ExprError::new(ErrorKind::InternalError, msg)
 }
 
 fn no_function(func: Func, types: &[DataType]) -> ExprError {
     ExprError::new(
-        "42883",
+        ErrorKind::UndefinedFunction,
         format!(
             "function {}({}) does not exist",
             func.name(),
@@ -56,7 +57,7 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             build_cast(e, Int32, true)
         } else {
             Err(ExprError::new(
-                "42804",
+                ErrorKind::DatatypeMismatch,
                 "array subscript must have type integer",
             ))
         }
@@ -67,13 +68,13 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         Func::ArrayConstruct => {
             let Some(&first) = types.first() else {
                 return Err(ExprError::new(
-                    "42P18",
+                    ErrorKind::IndeterminateDatatype,
                     "cannot determine type of empty array",
                 ));
             };
             if first.is_array() {
                 return Err(ExprError::new(
-                    "0A000",
+                    ErrorKind::FeatureNotSupported,
                     "multidimensional arrays are not supported",
                 ));
             }
@@ -150,9 +151,17 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         Func::EqAny => {
             let [x, a] = <[Expr; 2]>::try_from(args).map_err(|_| err())?;
             let (tx, ta) = (x.return_type(), a.return_type());
-            let no_op = || ExprError::new("42883", format!("operator does not exist: {tx} = {ta}"));
+            let no_op = || {
+                ExprError::new(
+                    ErrorKind::UndefinedFunction,
+                    format!("operator does not exist: {tx} = {ta}"),
+                )
+            };
             let elem = ta.elem().ok_or_else(|| {
-                ExprError::new("42809", "op ANY/ALL (array) requires array on right side")
+                ExprError::new(
+                    ErrorKind::WrongObjectType,
+                    "op ANY/ALL (array) requires array on right side",
+                )
             })?;
             let t = common_type(tx, elem).map_err(|_| no_op())?;
             let x = build_cast(x, t, false).map_err(|_| no_op())?;

@@ -10,6 +10,7 @@ use super::cast::cast_value;
 use super::func::Func;
 use super::{Expr, ExprError, ExprResult};
 use ebbflow_common::DataType;
+use ebbflow_common::ErrorKind;
 
 /// Rank in PostgreSQL's implicit-cast chain of the numeric category
 /// (smallint → integer → bigint → numeric → real → double precision).
@@ -101,7 +102,7 @@ fn no_operator(func: Func, types: &[DataType]) -> ExprError {
                 .join(", ")
         ),
     };
-    ExprError::new("42883", msg)
+    ExprError::new(ErrorKind::UndefinedFunction, msg)
 }
 
 /// Cast to a type chosen by resolution (always an allowed implicit cast or
@@ -156,7 +157,13 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             (_, true) => Func::ArrayAppend,
             _ => Func::ArrayPrepend,
         };
-        return super::array::build(f, args).map_err(|e| if e.code == "42883" { err() } else { e });
+        return super::array::build(f, args).map_err(|e| {
+            if e.kind == ErrorKind::UndefinedFunction {
+                err()
+            } else {
+                e
+            }
+        });
     }
     match func {
         Func::ArrayConstruct
@@ -227,7 +234,7 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
                     Boolean => Ok(e),
                     _ if is_unknown(&e) => coerce(e, Boolean),
                     t => Err(ExprError::new(
-                        "42804",
+                        ErrorKind::DatatypeMismatch,
                         format!(
                             "argument of {} must be type boolean, not type {}",
                             func_sql(func),
@@ -372,7 +379,7 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             let names: Vec<&str> = args.iter().map(unknown_or).collect();
             let missing = || {
                 ExprError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!("function to_char({}) does not exist", names.join(", ")),
                 )
             };
@@ -384,7 +391,7 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             let source = match source.return_type() {
                 _ if untyped(&source) => {
                     return Err(ExprError::new(
-                        "42725",
+                        ErrorKind::AmbiguousFunction,
                         format!("function to_char({}) is not unique", names.join(", ")),
                     ))
                 }
@@ -532,7 +539,7 @@ fn func_sql(func: Func) -> &'static str {
 fn common_type_for(func: Func, a: DataType, b: DataType) -> ExprResult<DataType> {
     common_type(a, b).map_err(|_| {
         ExprError::new(
-            "42804",
+            ErrorKind::DatatypeMismatch,
             format!(
                 "{} types {} and {} cannot be matched",
                 func.name().to_uppercase(),
@@ -563,7 +570,7 @@ fn build_arith(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     let mut it = args.into_iter();
     let (Some(mut l), Some(mut r)) = (it.next(), it.next()) else {
         return Err(ExprError::new(
-            "XX000",
+            ErrorKind::InternalError,
             "binary operator needs two arguments",
         ));
     };
@@ -652,7 +659,7 @@ pub fn build_cast(expr: Expr, ty: DataType, explicit: bool) -> ExprResult<Expr> 
         };
     if !allowed {
         return Err(ExprError::new(
-            "42846",
+            ErrorKind::CannotCoerce,
             format!("cannot cast type {} to {}", from, ty),
         ));
     }
@@ -684,12 +691,12 @@ pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
         (Array(x), Array(y)) => match common_type(x.data_type(), y.data_type()) {
             Ok(t) => Ok(t.array_of()),
             Err(_) => Err(ExprError::new(
-                "42804",
+                ErrorKind::DatatypeMismatch,
                 format!("types {} and {} cannot be matched", a, b),
             )),
         },
         _ => Err(ExprError::new(
-            "42804",
+            ErrorKind::DatatypeMismatch,
             format!("types {} and {} cannot be matched", a, b),
         )),
     }
@@ -744,7 +751,7 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
     };
     ret.ok_or_else(|| {
         ExprError::new(
-            "42883",
+            ErrorKind::UndefinedFunction,
             format!(
                 "function {}({}) does not exist",
                 name,

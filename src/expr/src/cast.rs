@@ -1,6 +1,7 @@
 //! Value casts with PostgreSQL semantics (which casts are *allowed* in which
 //! context is decided in `build.rs`).
 
+use ebbflow_common::ErrorKind;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::{ExprError, ExprResult};
@@ -9,7 +10,7 @@ use ebbflow_common::{DataType, Numeric, ScalarValue, F64};
 
 impl From<ParseError> for ExprError {
     fn from(e: ParseError) -> Self {
-        ExprError::new(e.code, e.message)
+        ExprError::new(e.kind, e.message)
     }
 }
 
@@ -20,11 +21,17 @@ pub fn int_out_of_range(ty: DataType) -> ExprError {
         DataType::Int32 => "integer",
         _ => "bigint",
     };
-    ExprError::new("22003", format!("{} out of range", name))
+    ExprError::new(
+        ErrorKind::NumericValueOutOfRange,
+        format!("{} out of range", name),
+    )
 }
 
 pub fn numeric_overflow() -> ExprError {
-    ExprError::new("22003", "value overflows numeric format")
+    ExprError::new(
+        ErrorKind::NumericValueOutOfRange,
+        "value overflows numeric format",
+    )
 }
 
 fn from_i64(v: i64, to: DataType) -> ExprResult<ScalarValue> {
@@ -41,7 +48,10 @@ fn from_i64(v: i64, to: DataType) -> ExprResult<ScalarValue> {
 }
 
 fn cannot_cast(from: DataType, to: DataType) -> ExprError {
-    ExprError::new("42846", format!("cannot cast type {} to {}", from, to))
+    ExprError::new(
+        ErrorKind::CannotCoerce,
+        format!("cannot cast type {} to {}", from, to),
+    )
 }
 
 /// A float rounded half-to-even (PostgreSQL's `rint`) into an integer type.
@@ -71,7 +81,7 @@ fn decimal_to_int(n: Numeric, to: DataType) -> ExprResult<ScalarValue> {
                 "infinity"
             };
             return Err(ExprError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 format!("cannot convert {what} to {name}"),
             ));
         }
@@ -131,10 +141,16 @@ pub fn numeric_to_f64(n: &Numeric) -> f64 {
 fn f64_to_f32(v: f64) -> ExprResult<f64> {
     let r = v as f32;
     if r.is_infinite() && !v.is_infinite() {
-        return Err(ExprError::new("22003", "value out of range: overflow"));
+        return Err(ExprError::new(
+            ErrorKind::NumericValueOutOfRange,
+            "value out of range: overflow",
+        ));
     }
     if r == 0.0 && v != 0.0 {
-        return Err(ExprError::new("22003", "value out of range: underflow"));
+        return Err(ExprError::new(
+            ErrorKind::NumericValueOutOfRange,
+            "value out of range: underflow",
+        ));
     }
     Ok(r as f64)
 }

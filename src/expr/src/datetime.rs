@@ -5,6 +5,7 @@
 //! 1 BC is -1) in the decade/century/millennium rules.
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use ebbflow_common::ErrorKind;
 use rust_decimal::Decimal;
 
 use super::{ExprError, ExprResult};
@@ -25,7 +26,7 @@ pub const TIMESTAMP: &str = "timestamp without time zone";
 pub fn parse_unit(name: &str, ty: &str) -> ExprResult<Unit> {
     unit(name).ok_or_else(|| {
         ExprError::new(
-            "22023",
+            ErrorKind::InvalidParameterValue,
             format!(
                 "unit \"{}\" not recognized for type {ty}",
                 name.to_lowercase()
@@ -36,7 +37,7 @@ pub fn parse_unit(name: &str, ty: &str) -> ExprResult<Unit> {
 
 fn not_supported(name: &str, ty: &str) -> ExprError {
     ExprError::new(
-        "0A000",
+        ErrorKind::FeatureNotSupported,
         format!(
             "unit \"{}\" not supported for type {ty}",
             name.to_lowercase()
@@ -58,7 +59,7 @@ fn chrono_year(y: i64) -> Option<i32> {
 }
 
 fn out_of_range() -> ExprError {
-    ExprError::new("22008", "timestamp out of range")
+    ExprError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
 }
 
 /// `date_trunc(unit, ts)`.
@@ -124,7 +125,7 @@ pub fn date_trunc(name: &str, ts: NaiveDateTime) -> ExprResult<NaiveDateTime> {
         // Not units date_trunc takes: PostgreSQL says "not recognized".
         Epoch | Dow | IsoDow | Doy | IsoYear | Julian => {
             return Err(ExprError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 format!(
                     "unit \"{}\" not recognized for type {TIMESTAMP}",
                     name.to_lowercase()
@@ -220,8 +221,12 @@ pub fn extract_date(name: &str, date: NaiveDate) -> ExprResult<Decimal> {
 pub fn date_part(name: &str, ts: NaiveDateTime) -> ExprResult<f64> {
     use rust_decimal::prelude::ToPrimitive;
     let d = extract_timestamp(name, ts)?;
-    d.to_f64()
-        .ok_or_else(|| ExprError::new("22003", "value out of range: overflow"))
+    d.to_f64().ok_or_else(|| {
+        ExprError::new(
+            ErrorKind::NumericValueOutOfRange,
+            "value out of range: overflow",
+        )
+    })
 }
 
 /// The type name of interval unit errors.
@@ -230,7 +235,7 @@ const MICROS_PER_HOUR: i64 = 3_600_000_000;
 const MICROS_PER_MINUTE: i64 = 60_000_000;
 
 fn interval_overflow() -> ExprError {
-    ExprError::new("22008", "interval out of range")
+    ExprError::new(ErrorKind::DatetimeFieldOverflow, "interval out of range")
 }
 
 /// `extract(unit FROM interval)`, PostgreSQL's fields of an interval: the
@@ -289,13 +294,13 @@ pub fn date_trunc_interval(name: &str, iv: &Interval) -> ExprResult<Interval> {
         Millennium => keep_years(1000),
         Week => {
             return Err(ExprError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 "unit \"week\" not supported for type interval",
             ))
         }
         Epoch | Dow | IsoDow | Doy | IsoYear | Julian => {
             return Err(ExprError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 format!(
                     "unit \"{}\" not recognized for type interval",
                     name.to_lowercase()
@@ -466,9 +471,9 @@ mod tests {
         assert_eq!(ex("century"), "21");
         assert_eq!(date_part("second", t).expect("unit"), 30.123456);
         let e = date_trunc("dow", t).expect_err("not for date_trunc");
-        assert_eq!(e.code, "22023");
+        assert_eq!(e.kind, ErrorKind::InvalidParameterValue);
         let e = extract_timestamp("fortnight", t).expect_err("unknown");
-        assert_eq!(e.code, "22023");
+        assert_eq!(e.kind, ErrorKind::InvalidParameterValue);
         let d = NaiveDate::from_ymd_opt(2021, 1, 1).expect("date");
         assert_eq!(
             extract_date("isoyear", d).expect("unit").to_string(),
@@ -479,8 +484,8 @@ mod tests {
             "1609459200"
         );
         assert_eq!(
-            extract_date("hour", d).expect_err("time unit").code,
-            "0A000"
+            extract_date("hour", d).expect_err("time unit").kind,
+            ErrorKind::FeatureNotSupported
         );
     }
 }

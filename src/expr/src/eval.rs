@@ -6,6 +6,7 @@
 //! COALESCE and CASE evaluate lazily, so an error in a branch that is not
 //! needed is not raised (as in PostgreSQL for these constructs).
 
+use ebbflow_common::ErrorKind;
 use std::cmp::Ordering;
 
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -24,7 +25,7 @@ impl Expr {
         match self {
             Expr::InputRef { index, .. } => row.get(*index).cloned().ok_or_else(|| {
                 ExprError::new(
-                    "XX000",
+                    ErrorKind::InternalError,
                     format!("input column {} out of a row of {}", index, row.len()),
                 )
             }),
@@ -59,7 +60,7 @@ impl Expr {
 }
 
 fn internal(msg: impl Into<String>) -> ExprError {
-    ExprError::new("XX000", msg)
+    ExprError::new(ErrorKind::InternalError, msg)
 }
 
 fn as_bool(d: &Datum) -> ExprResult<Option<bool>> {
@@ -228,7 +229,7 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
             if let Some(ScalarValue::Int64(n)) = arg(&vals, 0)? {
                 if *n > 1 {
                     return Err(ExprError::new(
-                        "21000",
+                        ErrorKind::CardinalityViolation,
                         "more than one row returned by a subquery used as an expression",
                     ));
                 }
@@ -359,9 +360,12 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             ScalarValue::Interval(i) => {
                 use rust_decimal::prelude::ToPrimitive;
                 let d = super::datetime::extract_interval(as_str(v(0)?)?, i)?;
-                let f = d
-                    .to_f64()
-                    .ok_or_else(|| ExprError::new("22003", "value out of range: overflow"))?;
+                let f = d.to_f64().ok_or_else(|| {
+                    ExprError::new(
+                        ErrorKind::NumericValueOutOfRange,
+                        "value out of range: overflow",
+                    )
+                })?;
                 Ok(Some(ScalarValue::float64(f)))
             }
             other => Err(internal(format!("date_part of {}", other.data_type()))),

@@ -9,8 +9,9 @@
 //! - [`Expr`] is fully typed: every function call's arguments already have
 //!   the types the function takes (the builder functions below insert the
 //!   implicit casts), so evaluation never guesses.
-//! - Evaluation errors are [`ExprError`]s carrying a SQLSTATE (`22003`
-//!   overflow, `22012` division by zero, `22P02` bad text, ...).
+//! - Evaluation errors are [`ExprError`]s carrying an
+//!   [`ErrorKind`](ebbflow_common::ErrorKind) (numeric value out of range,
+//!   division by zero, invalid text representation, ...).
 //! - Aggregates are [`Accumulator`]s that accept retractions and can save
 //!   and restore their state as a [`Row`](ebbflow_common::Row).
 
@@ -31,7 +32,7 @@ mod to_char;
 pub mod vector;
 pub mod window;
 
-use ebbflow_common::{DataType, Datum};
+use ebbflow_common::{DataType, Datum, ErrorKind};
 
 pub use agg::{create_accumulator, Accumulator, AggCall, AggKind, AggStates};
 pub use build::{agg_return_type, build_cast, build_func, common_type};
@@ -43,17 +44,16 @@ pub use string::quote_ident;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct ExprError {
-    /// SQLSTATE: `42883` no such function/operator, `42804` datatype
-    /// mismatch, `22003` numeric out of range, `22012` division by zero,
-    /// `22P02` invalid text representation, `22xxx` other data errors.
-    pub code: &'static str,
+    /// No such function or operator, a datatype mismatch, a numeric value
+    /// out of range, division by zero, invalid text, other data errors.
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl ExprError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         ExprError {
-            code,
+            kind,
             message: message.into(),
         }
     }

@@ -17,6 +17,7 @@
 //! (newline-sensitive), `s` (not), `x` (expanded syntax), `g` (every
 //! match, `regexp_replace` only).
 
+use ebbflow_common::ErrorKind;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -48,7 +49,7 @@ fn parse_flags(flags: &str) -> ExprResult<Flags> {
             'g' => f.global = true,
             other => {
                 return Err(ExprError::new(
-                    "22023",
+                    ErrorKind::InvalidParameterValue,
                     format!("invalid regular expression option: \"{other}\""),
                 ))
             }
@@ -83,7 +84,7 @@ fn compile(pattern: &str, flags: Flags) -> ExprResult<Rc<Regex>> {
                     .map(Rc::new)
                     .map_err(|e| {
                         ExprError::new(
-                            "2201B",
+                            ErrorKind::InvalidRegularExpression,
                             format!(
                                 "invalid regular expression: {}",
                                 e.to_string().lines().last().unwrap_or("").trim()
@@ -115,7 +116,7 @@ pub fn regexp_match(
     let flags = parse_flags(flags)?;
     if flags.global {
         return Err(ExprError::new(
-            "22023",
+            ErrorKind::InvalidParameterValue,
             "regexp_match() does not support the \"global\" option",
         ));
     }
@@ -205,9 +206,18 @@ mod tests {
         assert_eq!(m("ABC", "b", "i"), Some(vec![Some("B".into())]));
         assert_eq!(m("a\nb", "a.b", ""), Some(vec![Some("a\nb".into())]));
         assert_eq!(m("a\nb", "a.b", "n"), None);
-        assert_eq!(regexp_match("a", "(", "").unwrap_err().code, "2201B");
-        assert_eq!(regexp_match("a", "a", "z").unwrap_err().code, "22023");
-        assert_eq!(regexp_match("a", "a", "g").unwrap_err().code, "22023");
+        assert_eq!(
+            regexp_match("a", "(", "").unwrap_err().kind,
+            ErrorKind::InvalidRegularExpression
+        );
+        assert_eq!(
+            regexp_match("a", "a", "z").unwrap_err().kind,
+            ErrorKind::InvalidParameterValue
+        );
+        assert_eq!(
+            regexp_match("a", "a", "g").unwrap_err().kind,
+            ErrorKind::InvalidParameterValue
+        );
         assert_eq!(
             regexp_replace("foobarbaz", "b(..)", "X\\1Y", "").unwrap(),
             "fooXarYbaz"

@@ -2,6 +2,7 @@
 //! byte, positions; the database encoding is UTF-8).
 
 use super::{ExprError, ExprResult};
+use ebbflow_common::ErrorKind;
 
 /// `substr(s, from [, count])`: 1-based; positions before the start still
 /// count towards `count` (`substr('hello', 0, 3)` is `he`).
@@ -10,7 +11,7 @@ pub fn substr(s: &str, from: i32, count: Option<i32>) -> ExprResult<String> {
     let end = match count {
         Some(c) if c < 0 => {
             return Err(ExprError::new(
-                "22011",
+                ErrorKind::SubstringError,
                 "negative substring length not allowed",
             ))
         }
@@ -59,7 +60,10 @@ pub fn replace(s: &str, from: &str, to: &str) -> String {
 /// end when negative), `''` past the last; `n = 0` is 22023.
 pub fn split_part(s: &str, delimiter: &str, n: i32) -> ExprResult<String> {
     if n == 0 {
-        return Err(ExprError::new("22023", "field position must not be zero"));
+        return Err(ExprError::new(
+            ErrorKind::InvalidParameterValue,
+            "field position must not be zero",
+        ));
     }
     if s.is_empty() {
         return Ok(String::new());
@@ -107,7 +111,7 @@ fn compile(pattern: &str, escape: Option<char>) -> ExprResult<Vec<Tok>> {
                 Some(n) => out.push(Tok::Lit(n)),
                 None => {
                     return Err(ExprError::new(
-                        "22025",
+                        ErrorKind::InvalidEscapeSequence,
                         "LIKE pattern must not end with escape character",
                     ))
                 }
@@ -140,7 +144,12 @@ pub fn like(
             match (cs.next(), cs.next()) {
                 (None, _) => None,
                 (Some(c), None) => Some(c),
-                _ => return Err(ExprError::new("22019", "invalid escape string")),
+                _ => {
+                    return Err(ExprError::new(
+                        ErrorKind::InvalidEscapeCharacter,
+                        "invalid escape string",
+                    ))
+                }
             }
         }
     };
@@ -281,6 +290,7 @@ const RESERVED: &[&str] = &[
 #[cfg(test)]
 mod split_part_tests {
     use super::split_part;
+    use ebbflow_common::ErrorKind;
 
     /// Expected values from PostgreSQL 15.
     #[test]
@@ -295,6 +305,9 @@ mod split_part_tests {
         assert_eq!(f("abc", "", -2), "");
         assert_eq!(f("", "/", 1), "");
         assert_eq!(f("é~~ü", "~~", -1), "ü");
-        assert_eq!(split_part("a", "/", 0).map_err(|e| e.code), Err("22023"));
+        assert_eq!(
+            split_part("a", "/", 0).map_err(|e| e.kind),
+            Err(ErrorKind::InvalidParameterValue)
+        );
     }
 }

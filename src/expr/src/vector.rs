@@ -10,6 +10,7 @@
 //! path would have stopped at the first failing or deciding argument of
 //! AND / OR, so does the columnar path.
 
+use ebbflow_common::ErrorKind;
 use std::cmp::Ordering;
 
 use super::arith::{arith, ArithOp};
@@ -214,7 +215,7 @@ fn logical(func: Func, args: &[Expr], chunk: &StreamChunk) -> Evaluated {
             None => Ok(None),
             Some(ScalarRef::Boolean(b)) => Ok(Some(b)),
             Some(v) => Err(ExprError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 format!("expected boolean, got {}", v.to_owned_type()),
             )),
         }
@@ -237,7 +238,10 @@ fn logical(func: Func, args: &[Expr], chunk: &StreamChunk) -> Evaluated {
             }
             _ => {
                 let a = args.first().ok_or_else(|| {
-                    ExprError::new("XX000", format!("{} without arguments", func.name()))
+                    ExprError::new(
+                        ErrorKind::InternalError,
+                        format!("{} without arguments", func.name()),
+                    )
                 })?;
                 if let Some(e) = a.error(i) {
                     return Err(e.clone());
@@ -330,7 +334,7 @@ mod tests {
                     }
                     Err(want) => {
                         let (_, got) = failed.unwrap_or_else(|| panic!("{e:?} row {i}"));
-                        assert_eq!((got.code, &got.message), (want.code, &want.message));
+                        assert_eq!((got.kind, &got.message), (want.kind, &want.message));
                         assert_eq!(column.datum(i), None);
                     }
                 }

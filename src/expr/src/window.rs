@@ -5,6 +5,7 @@
 //! is its size.
 
 use chrono::{DateTime, NaiveDateTime};
+use ebbflow_common::ErrorKind;
 
 use super::{ExprError, ExprResult};
 use ebbflow_common::Interval;
@@ -19,7 +20,7 @@ pub struct TimeWindow {
 }
 
 fn invalid(message: String) -> ExprError {
-    ExprError::new("22023", message)
+    ExprError::new(ErrorKind::InvalidParameterValue, message)
 }
 
 /// A fixed length of time: an interval without months (whose length in
@@ -116,7 +117,7 @@ pub fn tumble_start(
     let w = TimeWindow::tumble(size, offset)?;
     w.window(to_micros(t), 0)
         .map(|(start, _)| start)
-        .ok_or_else(|| ExprError::new("22008", "timestamp out of range"))
+        .ok_or_else(|| ExprError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range"))
 }
 
 #[cfg(test)]
@@ -187,7 +188,10 @@ mod tests {
             TimeWindow::hop(&secs(3), &secs(10), None),
             TimeWindow::hop(&secs(0), &secs(10), None),
         ] {
-            assert_eq!(e.expect_err("refused").code, "22023");
+            assert_eq!(
+                e.expect_err("refused").kind,
+                ErrorKind::InvalidParameterValue
+            );
         }
     }
 }

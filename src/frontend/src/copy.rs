@@ -13,6 +13,7 @@
 //! Errors carry the 1-based line the bad record starts on.
 
 use crate::FrontendError;
+use ebbflow_common::ErrorKind;
 use ebbflow_sql::{CopyFormat, CopyOptions};
 
 /// One record: the line it starts on and its fields (`None` = NULL).
@@ -23,7 +24,10 @@ pub struct Record {
 }
 
 fn bad_format(line: usize, message: impl Into<String>) -> (usize, FrontendError) {
-    (line, FrontendError::new("22P04", message))
+    (
+        line,
+        FrontendError::new(ErrorKind::BadCopyFileFormat, message),
+    )
 }
 
 /// Split COPY data into records (the header line, if any, skipped).
@@ -39,7 +43,7 @@ pub fn parse(data: &[u8], opts: &CopyOptions) -> Result<Vec<Record>, (usize, Fro
         (
             line,
             FrontendError::new(
-                "22021",
+                ErrorKind::CharacterNotInRepertoire,
                 format!(
                     "invalid byte sequence for encoding \"UTF8\": {}",
                     shown.join(" ")
@@ -349,13 +353,16 @@ mod tests {
         assert_eq!(recs[2].fields, vec![s("3"), s("")]);
         let err = parse(b"1,\"open\n", &CopyOptions::new(CopyFormat::Csv)).unwrap_err();
         assert_eq!(err.0, 1);
-        assert_eq!(err.1.code, "22P04");
+        assert_eq!(err.1.kind, ErrorKind::BadCopyFileFormat);
     }
 
     #[test]
     fn bad_utf8_names_its_line() {
         let err = parse(b"1\n2\xff\n", &CopyOptions::new(CopyFormat::Text)).unwrap_err();
-        assert_eq!((err.0, err.1.code), (2, "22021"));
+        assert_eq!(
+            (err.0, err.1.kind),
+            (2, ErrorKind::CharacterNotInRepertoire)
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod session;
 mod tests;
 
 use async_trait::async_trait;
+use ebbflow_common::ErrorKind;
 
 use ebbflow_common::{DataType, Field, Row};
 use ebbflow_sql::ParamContext;
@@ -55,20 +56,21 @@ pub struct CopyIn {
     pub options: ebbflow_sql::CopyOptions,
 }
 
-/// An error for the client: SQLSTATE, message, optional detail and hint.
+/// An error for the client: its kind (pgwire turns it into the SQLSTATE),
+/// message, optional detail and hint.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct FrontendError {
-    pub code: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
 }
 
 impl FrontendError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         FrontendError {
-            code,
+            kind,
             message: message.into(),
             detail: None,
             hint: None,
@@ -76,14 +78,14 @@ impl FrontendError {
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new("XX000", message)
+        Self::new(ErrorKind::InternalError, message)
     }
 }
 
 impl From<ebbflow_sql::SqlError> for FrontendError {
     fn from(e: ebbflow_sql::SqlError) -> Self {
         FrontendError {
-            code: e.code,
+            kind: e.kind,
             message: e.message,
             detail: e.detail,
             hint: e.hint,
@@ -93,7 +95,7 @@ impl From<ebbflow_sql::SqlError> for FrontendError {
 
 impl From<ebbflow_expr::ExprError> for FrontendError {
     fn from(e: ebbflow_expr::ExprError) -> Self {
-        FrontendError::new(e.code, e.message)
+        FrontendError::new(e.kind, e.message)
     }
 }
 
@@ -125,7 +127,7 @@ pub trait Session: Send + Sync {
     async fn copy_in(&self, copy: CopyIn, data: Vec<u8>) -> Result<StatementResult, FrontendError> {
         let _ = (copy, data);
         Err(FrontendError::new(
-            "0A000",
+            ErrorKind::FeatureNotSupported,
             "COPY FROM STDIN is not supported",
         ))
     }

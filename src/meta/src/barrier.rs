@@ -7,6 +7,7 @@
 //! commands that carry the corresponding mutation, so a periodic barrier
 //! never waits for an actor that is not wired in yet.
 
+use ebbflow_common::ErrorKind;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,7 +104,7 @@ impl BarrierSpec {
 }
 
 /// Why a barrier did not commit (every waiter of the barrier gets a
-/// copy). [`BarrierError::sqlstate`] says what a client sees.
+/// copy). [`BarrierError::kind`] says what a client sees.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum BarrierError {
     /// An actor of a job failed: an internal error of that job.
@@ -133,21 +134,21 @@ pub enum BarrierError {
 }
 
 impl BarrierError {
-    /// The SQLSTATE a statement that waited on this barrier fails with:
-    /// a job's internal failure is `XX000`; a node that died is a system
-    /// error (`58000`); a recovery under way means try again (`57P03`,
-    /// PostgreSQL's "cannot connect now"); the stores failing is an I/O
-    /// error (`58030`); a stopping process is `57P01`. Nothing a barrier
-    /// does was applied when it fails: the old layout stays committed.
-    pub fn sqlstate(&self) -> &'static str {
+    /// What a statement that waited on this barrier fails with: a job's
+    /// internal failure is an internal error; a node that died is a system
+    /// error; a recovery under way means try again (PostgreSQL's "cannot
+    /// connect now"); the stores failing is an I/O error; a stopping
+    /// process is an admin shutdown. Nothing a barrier does was applied
+    /// when it fails: the old layout stays committed.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            BarrierError::ActorFailed { .. } => "XX000",
-            BarrierError::WorkerDown(_) => "58000",
-            BarrierError::Interrupted(_) | BarrierError::Recovering => "57P03",
-            BarrierError::ComputeGone => "57P01",
+            BarrierError::ActorFailed { .. } => ErrorKind::InternalError,
+            BarrierError::WorkerDown(_) => ErrorKind::SystemError,
+            BarrierError::Interrupted(_) | BarrierError::Recovering => ErrorKind::CannotConnectNow,
+            BarrierError::ComputeGone => ErrorKind::AdminShutdown,
             BarrierError::StateMigration(_)
             | BarrierError::Sync { .. }
-            | BarrierError::Commit { .. } => "58030",
+            | BarrierError::Commit { .. } => ErrorKind::IoError,
         }
     }
 }

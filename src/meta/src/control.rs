@@ -2,6 +2,7 @@
 //! locate and reset actors, through [`ComputeClient`] (in process or over
 //! gRPC alike).
 
+use ebbflow_common::ErrorKind;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -67,7 +68,12 @@ impl Meta {
             .iter()
             .map(|(_, n)| n.update_locations(locations.clone()));
         for r in futures::future::join_all(updates).await {
-            r.map_err(|e| MetaError::new("58000", format!("cannot reach a compute node: {e}")))?;
+            r.map_err(|e| {
+                MetaError::new(
+                    ErrorKind::SystemError,
+                    format!("cannot reach a compute node: {e}"),
+                )
+            })?;
         }
         let builds = per_worker.into_iter().map(|(w, descs)| {
             let node = nodes
@@ -82,7 +88,9 @@ impl Meta {
             }
         });
         for r in futures::future::join_all(builds).await {
-            r.map_err(|e| MetaError::new("58000", format!("cannot build actors: {e}")))?;
+            r.map_err(|e| {
+                MetaError::new(ErrorKind::SystemError, format!("cannot build actors: {e}"))
+            })?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! build them idle → one `Add` barrier → backfill in slices) and dropping
 //! relations.
 
+use ebbflow_common::ErrorKind;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ impl Meta {
                     st.next_actor_id += 1;
                     let Some(&(worker, unit)) = units.get(i % units.len().max(1)) else {
                         return Err(MetaError::new(
-                            "55000",
+                            ErrorKind::ObjectNotInPrerequisiteState,
                             "no compute node is running to place the job on",
                         ));
                     };
@@ -93,7 +94,7 @@ impl Meta {
                                         st.fragments.remove(f);
                                     }
                                     return Err(MetaError::new(
-                                        "42P01",
+                                        ErrorKind::UndefinedTable,
                                         format!("relation with id {t} does not exist"),
                                     ));
                                 }
@@ -148,7 +149,7 @@ impl Meta {
                     st.fragments.remove(f);
                 }
                 return Err(MetaError::new(
-                    "42P01",
+                    ErrorKind::UndefinedTable,
                     format!("relation with id {gone} does not exist"),
                 ));
             }
@@ -223,7 +224,7 @@ impl Meta {
                 Some(false) => {}
                 None => {
                     return Err(MetaError::new(
-                        "57014",
+                        ErrorKind::QueryCanceled,
                         "the materialized view was dropped while it was being created",
                     ))
                 }
@@ -296,7 +297,7 @@ impl Meta {
                         .map(|r| r.desc.clone())
                         .ok_or_else(|| MetaError::internal("relation vanished"))?;
                     let mut e = MetaError::new(
-                        "2BP01",
+                        ErrorKind::DependentObjectsStillExist,
                         format!(
                             "cannot drop {} {} because other objects depend on it",
                             me.kind.name(),

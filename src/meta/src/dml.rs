@@ -1,6 +1,7 @@
 //! DML routing: a table's changes go to the actor owning each row's vnode,
 //! all of one statement inside one epoch.
 
+use ebbflow_common::ErrorKind;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,7 +42,10 @@ impl Meta {
         let route = {
             let st = self.state.lock();
             let r = st.relations.get(&table_id).ok_or_else(|| {
-                MetaError::new("42P01", format!("table with id {table_id} does not exist"))
+                MetaError::new(
+                    ErrorKind::UndefinedTable,
+                    format!("table with id {table_id} does not exist"),
+                )
             })?;
             let frag = st
                 .fragments
@@ -100,7 +104,7 @@ impl Meta {
         loop {
             if !self.failure_state.wait_running(RECOVERY_WAIT).await {
                 return Err(MetaError::new(
-                    "XX000",
+                    ErrorKind::InternalError,
                     "the cluster is recovering from a failure; try again",
                 ));
             }

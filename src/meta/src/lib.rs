@@ -38,34 +38,35 @@ pub mod versions;
 mod views;
 pub mod workers;
 
+use ebbflow_common::ErrorKind;
 pub use service::{Meta, MetaConfig};
 
-/// An error from meta, with its SQLSTATE.
+/// An error from meta, with its kind.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct MetaError {
-    pub code: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
     pub hint: Option<String>,
 }
 
 impl MetaError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         MetaError {
-            code,
+            kind,
             message: message.into(),
             hint: None,
         }
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new("XX000", message)
+        Self::new(ErrorKind::InternalError, message)
     }
 }
 
 impl From<barrier::BarrierError> for MetaError {
     fn from(e: barrier::BarrierError) -> Self {
-        MetaError::new(e.sqlstate(), e.to_string())
+        MetaError::new(e.kind(), e.to_string())
     }
 }
 

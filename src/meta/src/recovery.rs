@@ -2,6 +2,7 @@
 //! after a failure (an actor, a compute node, a commit), when a compute
 //! process comes back after a restart, and when meta starts.
 
+use ebbflow_common::ErrorKind;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -122,7 +123,7 @@ impl Meta {
             let st = self.state.lock();
             if st.total_units() == 0 && st.fragments.values().any(|f| !f.actors.is_empty()) {
                 return Err(MetaError::new(
-                    "55000",
+                    ErrorKind::ObjectNotInPrerequisiteState,
                     "no compute node is running: add or restart one",
                 ));
             }

@@ -10,6 +10,7 @@
 //! the way restores the old layout, and the recovery that follows rebuilds
 //! it from the last committed epoch.
 
+use ebbflow_common::ErrorKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
@@ -261,7 +262,10 @@ impl Meta {
                     .get(&r.id)
                     .map(|e| e.fragments.clone())
                     .ok_or_else(|| {
-                        MetaError::new("42P01", format!("relation \"{}\" does not exist", r.name))
+                        MetaError::new(
+                            ErrorKind::UndefinedTable,
+                            format!("relation \"{}\" does not exist", r.name),
+                        )
                     })?;
                 (frags, Some(r.id))
             }
@@ -322,7 +326,7 @@ impl Meta {
             Parallelism::Fixed(n) => {
                 if n as usize > total {
                     return Err(MetaError::new(
-                        "22023",
+                        ErrorKind::InvalidParameterValue,
                         format!(
                             "parallelism {n} is above the {total} parallel units of the cluster"
                         ),
@@ -334,14 +338,16 @@ impl Meta {
         let mut placement = st.placement();
         let mut plan = BTreeMap::new();
         for fid in fragments {
-            let f = st
-                .fragments
-                .get(fid)
-                .ok_or_else(|| MetaError::new("42704", format!("fragment {fid} does not exist")))?;
+            let f = st.fragments.get(fid).ok_or_else(|| {
+                MetaError::new(
+                    ErrorKind::UndefinedObject,
+                    format!("fragment {fid} does not exist"),
+                )
+            })?;
             if f.singleton {
                 if explicit_fragment && n != 1 {
                     return Err(MetaError::new(
-                        "0A000",
+                        ErrorKind::FeatureNotSupported,
                         format!("fragment {fid} is a singleton and always has parallelism 1; use ALTER SYSTEM RESCHEDULE to move it"),
                     ));
                 }
@@ -370,15 +376,17 @@ impl Meta {
     pub(super) fn check_plan(&self, plan: &BTreeMap<FragmentId, FragmentChange>) -> MetaResult<()> {
         let st = self.state.lock();
         for (fid, ch) in plan {
-            let f = st
-                .fragments
-                .get(fid)
-                .ok_or_else(|| MetaError::new("42704", format!("fragment {fid} does not exist")))?;
+            let f = st.fragments.get(fid).ok_or_else(|| {
+                MetaError::new(
+                    ErrorKind::UndefinedObject,
+                    format!("fragment {fid} does not exist"),
+                )
+            })?;
             let cur: Vec<UnitId> = f.actors.iter().map(|a| a.unit).collect();
             for u in &ch.remove {
                 if !cur.contains(u) {
                     return Err(MetaError::new(
-                        "22023",
+                        ErrorKind::InvalidParameterValue,
                         format!("fragment {fid} has no actor on parallel unit {u}"),
                     ));
                 }
@@ -387,13 +395,13 @@ impl Meta {
             for u in &ch.add {
                 let Some(w) = st.worker_of_unit(*u).and_then(|w| st.workers.get(&w)) else {
                     return Err(MetaError::new(
-                        "42704",
+                        ErrorKind::UndefinedObject,
                         format!("parallel unit {u} does not exist"),
                     ));
                 };
                 if w.state != WorkerState::Running {
                     return Err(MetaError::new(
-                        "55000",
+                        ErrorKind::ObjectNotInPrerequisiteState,
                         format!(
                             "parallel unit {u} is on compute node {}, which is {}: no new actors go there",
                             w.id,
@@ -403,7 +411,7 @@ impl Meta {
                 }
                 if (cur.contains(u) && !ch.remove.contains(u)) || !seen.insert(*u) {
                     return Err(MetaError::new(
-                        "22023",
+                        ErrorKind::InvalidParameterValue,
                         format!("fragment {fid} already has an actor on parallel unit {u}"),
                     ));
                 }
@@ -411,19 +419,19 @@ impl Meta {
             let after = cur.len() - ch.remove.len() + ch.add.len();
             if after == 0 {
                 return Err(MetaError::new(
-                    "22023",
+                    ErrorKind::InvalidParameterValue,
                     format!("fragment {fid} would have no actor left"),
                 ));
             }
             if f.singleton && after != 1 {
                 return Err(MetaError::new(
-                    "0A000",
+                    ErrorKind::FeatureNotSupported,
                     format!("fragment {fid} is a singleton: it can be moved but must keep exactly one actor"),
                 ));
             }
         }
         if let Some(msg) = splits_no_shuffle_group(&st.edges, plan) {
-            return Err(MetaError::new("22023", msg));
+            return Err(MetaError::new(ErrorKind::InvalidParameterValue, msg));
         }
         Ok(())
     }

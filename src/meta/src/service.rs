@@ -1,5 +1,6 @@
 //! The meta service: state, DDL, DML routing and flush.
 
+use ebbflow_common::ErrorKind;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -579,7 +580,7 @@ impl Meta {
         let epoch = self.flush().await?;
         if self.failure_state.generation() != since {
             return Err(MetaError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 "a failure interrupted the flush: the cluster recovered from its last committed epoch, so changes written before it may be lost",
             ));
         }
@@ -589,7 +590,7 @@ impl Meta {
     pub(super) fn check_name_free(state: &MetaState, name: &str) -> MetaResult<()> {
         if let Some(r) = state.relation_by_name(name) {
             return Err(MetaError::new(
-                "42P07",
+                ErrorKind::DuplicateTable,
                 format!("relation \"{}\" already exists", r.desc.name),
             ));
         }

@@ -5,6 +5,7 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use ebbflow_common::ErrorKind;
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramSecret, SCRAM_ITERATIONS};
 use rand::RngCore;
 
@@ -41,7 +42,10 @@ pub fn scram_verifier(password: &str) -> String {
 }
 
 fn no_such_user(name: &str) -> MetaError {
-    MetaError::new("42704", format!("role \"{name}\" does not exist"))
+    MetaError::new(
+        ErrorKind::UndefinedObject,
+        format!("role \"{name}\" does not exist"),
+    )
 }
 
 impl Meta {
@@ -51,7 +55,7 @@ impl Meta {
             let mut st = self.state.lock();
             if st.users.contains_key(name) {
                 return Err(MetaError::new(
-                    "42710",
+                    ErrorKind::DuplicateObject,
                     format!("role \"{name}\" already exists"),
                 ));
             }

@@ -9,6 +9,7 @@
 //! names and types in the same order, and may add columns after them
 //! (42P16 otherwise); a view cannot come to depend on itself (42P17).
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -42,7 +43,7 @@ impl Meta {
             };
             if let Some(gone) = upstreams.iter().find(|t| !st.relations.contains_key(t)) {
                 return Err(MetaError::new(
-                    "42P01",
+                    ErrorKind::UndefinedTable,
                     format!("relation with id {gone} does not exist"),
                 ));
             }
@@ -67,17 +68,20 @@ fn check_replacement(
 ) -> MetaResult<()> {
     if old.kind != RelationKind::View {
         return Err(MetaError::new(
-            "42809",
+            ErrorKind::WrongObjectType,
             format!("\"{}\" is not a view", old.name),
         ));
     }
     if columns.len() < old.columns.len() {
-        return Err(MetaError::new("42P16", "cannot drop columns from view"));
+        return Err(MetaError::new(
+            ErrorKind::InvalidTableDefinition,
+            "cannot drop columns from view",
+        ));
     }
     for (o, n) in old.columns.iter().zip(columns) {
         if o.name != n.name {
             return Err(MetaError::new(
-                "42P16",
+                ErrorKind::InvalidTableDefinition,
                 format!(
                     "cannot change name of view column \"{}\" to \"{}\"",
                     o.name, n.name
@@ -86,7 +90,7 @@ fn check_replacement(
         }
         if o.data_type != n.data_type {
             return Err(MetaError::new(
-                "42P16",
+                ErrorKind::InvalidTableDefinition,
                 format!(
                     "cannot change data type of view column \"{}\" from {} to {}",
                     o.name,
@@ -102,7 +106,7 @@ fn check_replacement(
     while let Some(t) = todo.pop() {
         if t == old.id {
             return Err(MetaError::new(
-                "42P17",
+                ErrorKind::InvalidObjectDefinition,
                 format!(
                     "infinite recursion detected in rules for relation \"{}\"",
                     old.name

@@ -11,6 +11,7 @@
 //!   follows places its actors on the surviving units before rebuilding
 //!   every job from the last committed epoch.
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -142,9 +143,12 @@ impl MetaState {
     }
 
     fn worker(&self, id: WorkerId) -> MetaResult<&Worker> {
-        self.workers
-            .get(&id)
-            .ok_or_else(|| MetaError::new("42704", format!("compute node {id} does not exist")))
+        self.workers.get(&id).ok_or_else(|| {
+            MetaError::new(
+                ErrorKind::UndefinedObject,
+                format!("compute node {id} does not exist"),
+            )
+        })
     }
 
     /// Mark nodes that stopped beating `down` (killing whatever is left of
@@ -187,7 +191,7 @@ impl Meta {
         let n = parallel_units.unwrap_or(self.config.parallel_units);
         if n == 0 || n > MAX_UNITS_PER_NODE {
             return Err(MetaError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 format!("parallel_units must be between 1 and {MAX_UNITS_PER_NODE}, got {n}"),
             ));
         }
@@ -222,7 +226,7 @@ impl Meta {
     fn refuse_in_cluster(&self, statement: &str) -> MetaResult<()> {
         if self.config.remote_workers {
             return Err(MetaError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 format!(
                     "{statement} starts an in-process compute node, which a cluster does not have; start a compute process instead (ebbflow compute --meta ADDR ...)"
                 ),
@@ -245,7 +249,7 @@ impl Meta {
     ) -> MetaResult<(WorkerId, Vec<UnitId>)> {
         if units == 0 || units > MAX_UNITS_PER_NODE {
             return Err(MetaError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 format!("parallel_units must be between 1 and {MAX_UNITS_PER_NODE}, got {units}"),
             ));
         }
@@ -258,7 +262,8 @@ impl Meta {
                 .find(|w| w.host == address)
                 .map(|w| w.id);
             let id = known.unwrap_or(st.next_worker_id + 1);
-            let client = connect(id).map_err(|e| MetaError::new("08006", e.to_string()))?;
+            let client = connect(id)
+                .map_err(|e| MetaError::new(ErrorKind::ConnectionFailure, e.to_string()))?;
             // The old incarnation died with actors meta has not moved yet.
             let lost = st
                 .workers
@@ -331,7 +336,7 @@ impl Meta {
             let w = st.worker(id)?;
             if w.state != WorkerState::Down {
                 return Err(MetaError::new(
-                    "55000",
+                    ErrorKind::ObjectNotInPrerequisiteState,
                     format!("compute node {id} is {}, not down", w.state.name()),
                 ));
             }
@@ -357,7 +362,7 @@ impl Meta {
             let actors = st.actors_on(id);
             if actors > 0 {
                 return Err(MetaError::new(
-                    "55006",
+                    ErrorKind::ObjectInUse,
                     format!(
                         "compute node {id} still runs {actors} actors; drain it first with ALTER SYSTEM RESCHEDULE DRAIN WORKER {id}"
                     ),
@@ -369,7 +374,7 @@ impl Meta {
                 .any(|o| o.id != id && o.state == WorkerState::Running);
             if w.state == WorkerState::Running && !others_running {
                 return Err(MetaError::new(
-                    "55000",
+                    ErrorKind::ObjectNotInPrerequisiteState,
                     format!("compute node {id} is the last running compute node"),
                 ));
             }
@@ -397,7 +402,7 @@ impl Meta {
             let old_state = w.state;
             if old_state == WorkerState::Down {
                 return Err(MetaError::new(
-                    "55000",
+                    ErrorKind::ObjectNotInPrerequisiteState,
                     format!("compute node {id} is down; its actors were already moved"),
                 ));
             }
@@ -407,7 +412,7 @@ impl Meta {
                 .any(|o| o.id != id && o.state == WorkerState::Running);
             if !others_running {
                 return Err(MetaError::new(
-                    "55000",
+                    ErrorKind::ObjectNotInPrerequisiteState,
                     format!(
                         "cannot drain compute node {id}: no other compute node is running to take its actors"
                     ),
@@ -430,7 +435,7 @@ impl Meta {
                     .map(|s| format!("\"{}\" ({} actors)", s.job, s.actors))
                     .collect();
                 return Err(MetaError::new(
-                    "53000",
+                    ErrorKind::InsufficientResources,
                     format!(
                         "cannot drain compute node {id}: {avail} parallel units would remain, too few for {}; lower their parallelism first",
                         jobs.join(", ")
@@ -469,7 +474,7 @@ impl Meta {
         let w = st.worker(id)?;
         if w.state == WorkerState::Down {
             return Err(MetaError::new(
-                "55000",
+                ErrorKind::ObjectNotInPrerequisiteState,
                 format!("compute node {id} is already down"),
             ));
         }

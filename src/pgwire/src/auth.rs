@@ -11,6 +11,7 @@
 //! - the server refuses to start on a non-loopback address while no user
 //!   has a password ([`check_listen`]): set one first over loopback.
 
+use ebbflow_common::ErrorKind;
 use std::net::SocketAddr;
 
 use base64::engine::general_purpose::STANDARD;
@@ -53,7 +54,7 @@ pub(super) enum Scram {
 pub(super) fn auth_failed(user: &str) -> PgWireError {
     let mut info = ErrorInfo::new(
         "FATAL".to_owned(),
-        "28P01".to_owned(),
+        crate::sqlstate::sqlstate(ErrorKind::InvalidPassword).to_owned(),
         format!("password authentication failed for user \"{user}\""),
     );
     info.severity_nonlocalized = Some("FATAL".to_owned());

@@ -1,5 +1,6 @@
 //! One connection: its handlers, its session, and the startup handshake.
 
+use ebbflow_common::ErrorKind;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
@@ -111,7 +112,11 @@ impl Connection {
 
 /// The one place a [`FrontendError`] becomes an ErrorResponse.
 pub(super) fn error_info(e: FrontendError) -> ErrorInfo {
-    let mut info = ErrorInfo::new("ERROR".to_owned(), e.code.to_owned(), e.message);
+    let mut info = ErrorInfo::new(
+        "ERROR".to_owned(),
+        crate::sqlstate::sqlstate(e.kind).to_owned(),
+        e.message,
+    );
     info.severity_nonlocalized = Some("ERROR".to_owned());
     info.detail = e.detail;
     info.hint = e.hint;
@@ -193,7 +198,7 @@ impl StartupHandler for Connection {
         let Some(user) = client.metadata().get(METADATA_USER).cloned() else {
             let mut info = ErrorInfo::new(
                 "FATAL".to_owned(),
-                "28000".to_owned(),
+                crate::sqlstate::sqlstate(ErrorKind::InvalidAuthorizationSpecification).to_owned(),
                 "no PostgreSQL user name specified in startup packet".to_owned(),
             );
             info.severity_nonlocalized = Some("FATAL".to_owned());

@@ -3,6 +3,7 @@
 //! session applies them as one statement); `COPY … TO STDOUT` sends the
 //! session's encoded lines as CopyData. Text formats only (`text`, `csv`).
 
+use ebbflow_common::ErrorKind;
 use std::fmt::Debug;
 
 use async_trait::async_trait;
@@ -122,13 +123,13 @@ impl CopyHandler for Connection {
     {
         let Some(pending) = self.copy.lock().take() else {
             return Err(user_error(FrontendError::new(
-                "08P01",
+                ErrorKind::ProtocolViolation,
                 "CopyDone without a COPY FROM STDIN in progress",
             )));
         };
         if pending.too_large {
             return Err(user_error(FrontendError::new(
-                "54000",
+                ErrorKind::ProgramLimitExceeded,
                 format!("COPY data exceeds {MAX_COPY_BYTES} bytes: split it into several COPY statements"),
             )));
         }
@@ -157,7 +158,7 @@ impl CopyHandler for Connection {
     {
         self.copy.lock().take();
         user_error(FrontendError::new(
-            "57014",
+            ErrorKind::QueryCanceled,
             format!("COPY from stdin failed: {}", fail.message),
         ))
     }

@@ -1,6 +1,7 @@
 //! The extended query protocol: Parse, Bind, Describe, Execute (Sync,
 //! Flush and Close are pgwire's defaults).
 
+use ebbflow_common::ErrorKind;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -48,7 +49,7 @@ fn declared_type(ty: &Type) -> Result<Option<DataType>, FrontendError> {
         1186 => DataType::Interval,
         _ => {
             return Err(FrontendError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 format!("parameter type {} is not supported", ty.name()),
             ))
         }
@@ -166,7 +167,7 @@ fn decode_params(
     let expected = stmt.param_types.len();
     if raw.len() != expected {
         return Err(FrontendError::new(
-            "08P01",
+            ErrorKind::ProtocolViolation,
             format!(
                 "bind message supplies {} parameters, but prepared statement \"{statement_name}\" requires {expected}",
                 raw.len()
@@ -231,7 +232,7 @@ impl ExtendedQueryHandler for Connection {
             Some(Entry::Empty) => {
                 if !message.parameters.is_empty() {
                     return Err(user_error(FrontendError::new(
-                        "08P01",
+                        ErrorKind::ProtocolViolation,
                         format!(
                             "bind message supplies {} parameters, but prepared statement \"{shown_name}\" requires 0",
                             message.parameters.len()
@@ -243,7 +244,7 @@ impl ExtendedQueryHandler for Connection {
             }
             None => {
                 return Err(user_error(FrontendError::new(
-                    "26000",
+                    ErrorKind::InvalidSqlStatementName,
                     format!("prepared statement \"{shown_name}\" does not exist"),
                 )))
             }
@@ -281,7 +282,7 @@ impl ExtendedQueryHandler for Connection {
                     Some(Entry::Empty) => (vec![], vec![]),
                     None => {
                         return Err(user_error(FrontendError::new(
-                            "26000",
+                            ErrorKind::InvalidSqlStatementName,
                             format!("prepared statement \"{shown_name}\" does not exist"),
                         )))
                     }
@@ -303,14 +304,14 @@ impl ExtendedQueryHandler for Connection {
                 Some(Entry::Empty) => vec![],
                 None => {
                     return Err(user_error(FrontendError::new(
-                        "34000",
+                        ErrorKind::InvalidCursorName,
                         format!("portal \"{shown_name}\" does not exist"),
                     )))
                 }
             },
             other => {
                 return Err(user_error(FrontendError::new(
-                    "08P01",
+                    ErrorKind::ProtocolViolation,
                     format!("invalid DESCRIBE message subtype {other}"),
                 )))
             }
@@ -349,7 +350,7 @@ impl ExtendedQueryHandler for Connection {
             }
             None => {
                 return Err(user_error(FrontendError::new(
-                    "34000",
+                    ErrorKind::InvalidCursorName,
                     format!("portal \"{}\" does not exist", display_name(&message.name)),
                 )))
             }

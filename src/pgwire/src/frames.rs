@@ -13,6 +13,7 @@
 //! keeps the message for our one log line instead of printing it. Every
 //! other panic (anywhere else, on any thread) goes to the previous hook.
 
+use ebbflow_common::ErrorKind;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -161,7 +162,7 @@ pub(super) async fn serve_connection<H: PgWireServerHandlers>(
                 tracing::warn!(%peer, %why, "closed a connection that sent an invalid message");
                 let mut info = ErrorInfo::new(
                     "FATAL".to_owned(),
-                    "08P01".to_owned(),
+                    crate::sqlstate::sqlstate(ErrorKind::ProtocolViolation).to_owned(),
                     "invalid frontend message".to_owned(),
                 );
                 info.severity_nonlocalized = Some("FATAL".to_owned());

@@ -23,8 +23,9 @@
 //!   limit with PortalSuspended.
 //!
 //! Errors become ErrorResponses here and only here (STYLE §7): a
-//! [`FrontendError`](ebbflow_frontend::FrontendError) keeps its SQLSTATE,
-//! message, detail and hint. A connection's task only ever ends its own
+//! [`FrontendError`](ebbflow_frontend::FrontendError) keeps its message,
+//! detail and hint, and its kind becomes the SQLSTATE in
+//! [`sqlstate`](crate::sqlstate), the one table from kinds to codes. A connection's task only ever ends its own
 //! connection; the accept loop outlives any client. A frame that cannot be
 //! decoded ends its connection with a FATAL `08P01` and one log line
 //! (`frames.rs`).
@@ -40,6 +41,7 @@ mod extended;
 mod frames;
 mod results;
 mod simple;
+pub mod sqlstate;
 mod value;
 
 use std::future::Future;

@@ -1,6 +1,7 @@
 //! Statement results as protocol messages: row descriptions, data rows in
 //! the requested formats, and command tags.
 
+use ebbflow_common::ErrorKind;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -49,7 +50,7 @@ fn encode_row(fields: &[Field], row: &Row, formats: &[Format]) -> Result<DataRow
         )));
     }
     let count = i16::try_from(fields.len())
-        .map_err(|_| FrontendError::new("54011", "too many result columns"))?;
+        .map_err(|_| FrontendError::new(ErrorKind::TooManyColumns, "too many result columns"))?;
     let mut buf = BytesMut::new();
     for ((field, value), format) in fields.iter().zip(row).zip(formats) {
         encode_value(&mut buf, field.data_type, value, *format)?;

@@ -10,6 +10,7 @@
 
 use bytes::{BufMut, BytesMut};
 use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
+use ebbflow_common::ErrorKind;
 use rust_decimal::Decimal;
 
 use ebbflow_common::text::{format_datum, parse_datum};
@@ -34,7 +35,7 @@ pub(super) fn resolve_formats(
         0 => Ok(Format::Text),
         1 => Ok(Format::Binary),
         _ => Err(FrontendError::new(
-            "22023",
+            ErrorKind::InvalidParameterValue,
             format!("unsupported format code: {code}"),
         )),
     };
@@ -42,7 +43,7 @@ pub(super) fn resolve_formats(
         [] => Ok(vec![Format::Text; count]),
         [code] => Ok(vec![one(*code)?; count]),
         _ if codes.len() == count => codes.iter().map(|c| one(*c)).collect(),
-        _ => Err(FrontendError::new("08P01", mismatch())),
+        _ => Err(FrontendError::new(ErrorKind::ProtocolViolation, mismatch())),
     }
 }
 
@@ -76,8 +77,9 @@ pub(super) fn encode_value(
         Format::Text => buf.put_slice(format_datum(value).as_bytes()),
         Format::Binary => encode_binary(buf, ty, value)?,
     }
-    let len = i32::try_from(buf.len() - len_at - 4)
-        .map_err(|_| FrontendError::new("54000", "result value is too large"))?;
+    let len = i32::try_from(buf.len() - len_at - 4).map_err(|_| {
+        FrontendError::new(ErrorKind::ProgramLimitExceeded, "result value is too large")
+    })?;
     buf[len_at..len_at + 4].copy_from_slice(&len.to_be_bytes());
     Ok(())
 }
@@ -106,7 +108,12 @@ fn encode_binary(
             ty
         ))
     };
-    let out_of_range = || FrontendError::new("22003", format!("{ty} out of range"));
+    let out_of_range = || {
+        FrontendError::new(
+            ErrorKind::NumericValueOutOfRange,
+            format!("{ty} out of range"),
+        )
+    };
     match ty {
         DataType::Array(elem) => {
             // `array_send`: dimensions (0 for an empty array), a has-NULLs
@@ -114,8 +121,9 @@ fn encode_binary(
             // bound, then each element as a length word and its own send
             // format (-1 for NULL).
             let a = value.as_array().ok_or_else(mismatch)?;
-            let n = i32::try_from(a.items.len())
-                .map_err(|_| FrontendError::new("54000", "array is too large"))?;
+            let n = i32::try_from(a.items.len()).map_err(|_| {
+                FrontendError::new(ErrorKind::ProgramLimitExceeded, "array is too large")
+            })?;
             buf.put_i32(if n == 0 { 0 } else { 1 });
             buf.put_i32(i32::from(a.items.iter().any(Option::is_none)));
             buf.put_u32(elem.data_type().oid());
@@ -264,13 +272,16 @@ pub(super) fn decode_param(
     let value = match format {
         Format::Text => {
             let s = std::str::from_utf8(raw).map_err(|_| {
-                FrontendError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+                FrontendError::new(
+                    ErrorKind::CharacterNotInRepertoire,
+                    "invalid byte sequence for encoding \"UTF8\"",
+                )
             })?;
-            parse_datum(ty, s).map_err(|e| FrontendError::new(e.code, e.message))?
+            parse_datum(ty, s).map_err(|e| FrontendError::new(e.kind, e.message))?
         }
         Format::Binary => decode_binary(ty, raw).ok_or_else(|| {
             FrontendError::new(
-                "22P03",
+                ErrorKind::InvalidBinaryRepresentation,
                 format!(
                     "incorrect binary data format in bind parameter {}",
                     index + 1
@@ -532,7 +543,7 @@ mod tests {
         assert!(decode_binary(DataType::Date, &i32::MAX.to_be_bytes()).is_none());
         assert!(decode_binary(DataType::Timestamp, &i64::MIN.to_be_bytes()).is_none());
         let err = decode_param(DataType::Int32, Format::Binary, Some(&[1]), 1).unwrap_err();
-        assert_eq!(err.code, "22P03");
+        assert_eq!(err.kind, ErrorKind::InvalidBinaryRepresentation);
         assert_eq!(
             err.message,
             "incorrect binary data format in bind parameter 2"
@@ -574,7 +585,13 @@ mod tests {
             resolve_formats(&[0, 1], 2, msg).unwrap(),
             vec![Format::Text, Format::Binary]
         );
-        assert_eq!(resolve_formats(&[0, 1], 3, msg).unwrap_err().code, "08P01");
-        assert_eq!(resolve_formats(&[2], 1, msg).unwrap_err().code, "22023");
+        assert_eq!(
+            resolve_formats(&[0, 1], 3, msg).unwrap_err().kind,
+            ErrorKind::ProtocolViolation
+        );
+        assert_eq!(
+            resolve_formats(&[2], 1, msg).unwrap_err().kind,
+            ErrorKind::InvalidParameterValue
+        );
     }
 }

@@ -4,6 +4,7 @@
 pub mod datagen;
 pub mod nexmark;
 
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{DataType, TableId, VirtualNode, CHUNK_SIZE, VNODE_COUNT};
 
 use crate::node::WatermarkDesc;
@@ -70,18 +71,18 @@ impl SplitSourceDesc {
 /// share.
 pub const DEFAULT_SPLITS: u32 = VNODE_COUNT as u32;
 
-/// A bad connector option or column (the SQLSTATE and message).
+/// A bad connector option or column (its kind and message).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct SourceOptionError {
-    pub code: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl SourceOptionError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         SourceOptionError {
-            code,
+            kind,
             message: message.into(),
         }
     }
@@ -103,15 +104,15 @@ pub fn connector_from_options(
     let connector = match name.as_str() {
         "datagen" => Connector::Datagen(
             DatagenDesc::from_options(options, columns)
-                .map_err(|e| SourceOptionError::new("22023", e.0))?,
+                .map_err(|e| SourceOptionError::new(ErrorKind::InvalidParameterValue, e.0))?,
         ),
         "nexmark" => Connector::Nexmark(
             NexmarkDesc::from_options(options, columns, now_ms)
-                .map_err(|e| SourceOptionError::new(e.code, e.message))?,
+                .map_err(|e| SourceOptionError::new(e.kind, e.message))?,
         ),
         other => {
             return Err(SourceOptionError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 format!("connector \"{other}\" is not supported (datagen, nexmark)"),
             ))
         }
@@ -122,7 +123,7 @@ pub fn connector_from_options(
             Ok(n) if (1..=VNODE_COUNT as u32).contains(&n) => n,
             _ => {
                 return Err(SourceOptionError::new(
-                    "22023",
+                    ErrorKind::InvalidParameterValue,
                     format!(
                         "invalid value for option \"{splits_key}\": \"{v}\" (1 to {VNODE_COUNT})"
                     ),

@@ -7,30 +7,31 @@
 //! catalog. It produces plans as data and must not know how they run (the
 //! stream runtime, the batch engine), SQL text, or sessions (`ci/layers`).
 
+use ebbflow_common::ErrorKind;
 pub mod logical;
 pub mod stream;
 mod watermark;
 
-/// A planning error with its SQLSTATE (`0A000` for what the stream planner
-/// cannot maintain incrementally).
+/// A planning error with its kind (feature not supported for what the
+/// stream planner cannot maintain incrementally).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct PlanError {
-    pub code: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl PlanError {
     pub fn internal(what: impl Into<String>) -> Self {
         PlanError {
-            code: "XX000",
+            kind: ErrorKind::InternalError,
             message: what.into(),
         }
     }
 
     pub fn unsupported(what: impl Into<String>) -> Self {
         PlanError {
-            code: "0A000",
+            kind: ErrorKind::FeatureNotSupported,
             message: format!("{} is not supported", what.into()),
         }
     }

@@ -5,6 +5,7 @@
 
 use super::logical::{JoinKind, LogicalPlan};
 use super::PlanError;
+use ebbflow_common::ErrorKind;
 use ebbflow_meta::catalog::RelationKind;
 
 impl LogicalPlan {
@@ -98,7 +99,7 @@ impl LogicalPlan {
     /// with a watermark.
     pub fn window_close_aggregate(&self) -> Result<&LogicalPlan, PlanError> {
         let refuse = || PlanError {
-            code: "0A000",
+            kind: ErrorKind::FeatureNotSupported,
             message: "EMIT ON WINDOW CLOSE needs a GROUP BY over a column with a watermark \
                       (such as window_start of a TUMBLE or HOP over a relation with WATERMARK FOR)"
                 .into(),

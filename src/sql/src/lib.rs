@@ -13,25 +13,25 @@ pub mod parser;
 
 pub use binder::{bind, describe, infer_param_types, CopyFormat, CopyOptions};
 pub use bound::{BoundStatement, ParallelismSpec, ParamContext};
+use ebbflow_common::ErrorKind;
 pub use parser::{parse, Statement};
 
-/// A parse or bind error with its SQLSTATE.
+/// A parse or bind error with its kind.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct SqlError {
-    /// `42601` syntax, `42P01` unknown relation, `42703` unknown column,
-    /// `42702` ambiguous column, `42804`/`42883` type errors, `42P07`
-    /// already exists, `0A000` not supported, `42803` grouping error, ...
-    pub code: &'static str,
+    /// A syntax error, an undefined table or column, an ambiguous column,
+    /// a type error, a duplicate, a feature not supported, ...
+    pub kind: ErrorKind,
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
 }
 
 impl SqlError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         SqlError {
-            code,
+            kind,
             message: message.into(),
             detail: None,
             hint: None,
@@ -39,17 +39,20 @@ impl SqlError {
     }
 
     pub fn syntax(message: impl Into<String>) -> Self {
-        Self::new("42601", message)
+        Self::new(ErrorKind::SyntaxError, message)
     }
 
     pub fn unsupported(what: impl Into<String>) -> Self {
-        Self::new("0A000", format!("{} is not supported", what.into()))
+        Self::new(
+            ErrorKind::FeatureNotSupported,
+            format!("{} is not supported", what.into()),
+        )
     }
 }
 
 impl From<ebbflow_expr::ExprError> for SqlError {
     fn from(e: ebbflow_expr::ExprError) -> Self {
-        SqlError::new(e.code, e.message)
+        SqlError::new(e.kind, e.message)
     }
 }
 

@@ -4,6 +4,7 @@
 //! Not supported on input: multidimensional arrays (`{{1},{2}}`, 0A000)
 //! and explicit bounds (`[0:1]={1,2}`, 22P02 as a malformed literal).
 
+use crate::ErrorKind;
 use std::sync::Arc;
 
 use super::{format_datum, parse_datum, ParseError};
@@ -53,7 +54,7 @@ pub fn format_array(a: &ArrayValue) -> String {
 
 fn malformed(s: &str, detail: &str) -> ParseError {
     ParseError::new(
-        "22P02",
+        ErrorKind::InvalidTextRepresentation,
         format!("malformed array literal: \"{s}\" ({detail})"),
     )
 }
@@ -95,7 +96,7 @@ pub fn parse_array(elem: ElemType, s: &str) -> Result<ScalarValue, ParseError> {
         match chars.peek() {
             Some('{') => {
                 return Err(ParseError::new(
-                    "0A000",
+                    ErrorKind::FeatureNotSupported,
                     "multidimensional arrays are not supported",
                 ))
             }
@@ -172,7 +173,7 @@ mod tests {
         match parse_array(elem, s) {
             Ok(ScalarValue::Array(a)) => format_array(&a),
             Ok(other) => format!("not an array: {other:?}"),
-            Err(e) => format!("{}: {}", e.code, e.message),
+            Err(e) => format!("{}: {}", e.kind, e.message),
         }
     }
 
@@ -193,11 +194,21 @@ mod tests {
             r#"{"q\"uo\\te","a,b"}"#
         );
         assert_eq!(round(ElemType::Boolean, "{true,f}"), "{t,f}");
-        assert!(round(ElemType::Int32, "{1,x}").starts_with("22P02"));
-        assert!(round(ElemType::Int32, "{1,}").starts_with("22P02"));
-        assert!(round(ElemType::Int32, "1,2").starts_with("22P02"));
-        assert!(round(ElemType::Int32, "{1} x").starts_with("22P02"));
-        assert!(round(ElemType::Int32, "{{1},{2}}").starts_with("0A000"));
-        assert!(round(ElemType::Int32, "{1").starts_with("22P02"));
+        assert!(round(ElemType::Int32, "{1,x}")
+            .starts_with(ErrorKind::InvalidTextRepresentation.name()));
+        assert!(
+            round(ElemType::Int32, "{1,}").starts_with(ErrorKind::InvalidTextRepresentation.name())
+        );
+        assert!(
+            round(ElemType::Int32, "1,2").starts_with(ErrorKind::InvalidTextRepresentation.name())
+        );
+        assert!(round(ElemType::Int32, "{1} x")
+            .starts_with(ErrorKind::InvalidTextRepresentation.name()));
+        assert!(
+            round(ElemType::Int32, "{{1},{2}}").starts_with(ErrorKind::FeatureNotSupported.name())
+        );
+        assert!(
+            round(ElemType::Int32, "{1").starts_with(ErrorKind::InvalidTextRepresentation.name())
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Dates and timestamps in PostgreSQL's ISO `DateStyle`.
 
+use crate::ErrorKind;
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike};
 
 use super::{pg_trim, ParseError};
@@ -48,7 +49,7 @@ fn pg_year(y: i32) -> (i32, &'static str) {
 
 fn field_overflow(s: &str) -> ParseError {
     ParseError::new(
-        "22008",
+        ErrorKind::DatetimeFieldOverflow,
         format!("date/time field value out of range: \"{}\"", s),
     )
 }
@@ -179,8 +180,9 @@ pub fn parse_timestamp(s: &str) -> Result<NaiveDateTime, ParseError> {
     let (time, carry) = parse_time_part(DataType::Timestamp, s, time)?;
     let ts = date.and_time(time);
     if carry {
-        ts.checked_add_signed(TimeDelta::days(1))
-            .ok_or_else(|| ParseError::new("22008", "timestamp out of range"))
+        ts.checked_add_signed(TimeDelta::days(1)).ok_or_else(|| {
+            ParseError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
+        })
     } else {
         Ok(ts)
     }

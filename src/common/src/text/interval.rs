@@ -4,6 +4,7 @@
 
 use super::datetime::push_fraction;
 use super::{pg_trim, ParseError};
+use crate::ErrorKind;
 use crate::{DataType, Interval};
 
 /// `1 year 2 mons 3 days 04:05:06.5`, `-1 days +02:00:00`, `00:00:00`
@@ -291,7 +292,7 @@ pub fn parse_interval(s: &str) -> Result<Interval, ParseError> {
     };
     let range = || {
         ParseError::new(
-            "22008",
+            ErrorKind::DatetimeFieldOverflow,
             format!("interval field value out of range: \"{}\"", s),
         )
     };

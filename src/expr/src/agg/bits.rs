@@ -3,6 +3,7 @@
 //! retraction is exact.
 
 use super::{get_i64, Accumulator, AggKind, ExprError, ExprResult};
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{DataType, Datum, Row, ScalarValue};
 
 /// `bool_and(x)`/`bool_or(x)`: how many current inputs are true and how
@@ -33,7 +34,7 @@ impl Accumulator for BoolAndOr {
             Some(ScalarValue::Boolean(false)) => self.falses += sign,
             Some(v) => {
                 return Err(ExprError::new(
-                    "XX000",
+                    ErrorKind::InternalError,
                     format!("unexpected {} input to bool_and/bool_or", v.data_type()),
                 ))
             }
@@ -104,7 +105,7 @@ impl Accumulator for Bits {
         };
         let x = v.as_i64().ok_or_else(|| {
             ExprError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 format!("unexpected {} input to a bit aggregate", v.data_type()),
             )
         })?;

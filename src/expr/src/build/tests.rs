@@ -1,5 +1,6 @@
 use super::*;
 use crate::AggKind;
+use ebbflow_common::ErrorKind;
 use DataType::*;
 
 fn col(i: usize, ty: DataType) -> Expr {
@@ -10,7 +11,7 @@ fn ty_of(func: Func, types: &[DataType]) -> Result<DataType, String> {
     let args = types.iter().enumerate().map(|(i, t)| col(i, *t)).collect();
     build_func(func, args)
         .map(|e| e.return_type())
-        .map_err(|e| format!("{} {}", e.code, e.message))
+        .map_err(|e| format!("{} {}", e.kind, e.message))
 }
 
 #[test]
@@ -68,8 +69,8 @@ fn unknown_literals_take_the_other_type() {
     let e = build_func(Func::Eq, vec![col(0, Int32), null]).expect("int = NULL");
     assert_eq!(e.return_type(), Boolean);
     assert_eq!(
-        build_func(Func::Eq, vec![col(0, Int32), unknown("x")]).map_err(|e| e.code),
-        Err("22P02")
+        build_func(Func::Eq, vec![col(0, Int32), unknown("x")]).map_err(|e| e.kind),
+        Err(ErrorKind::InvalidTextRepresentation)
     );
 }
 
@@ -81,8 +82,8 @@ fn common_types() {
     assert_eq!(common_type(Date, Timestamp).ok(), Some(Timestamp));
     assert_eq!(common_type(Varchar, Varchar).ok(), Some(Varchar));
     assert_eq!(
-        common_type(Int32, Boolean).map_err(|e| e.code),
-        Err("42804")
+        common_type(Int32, Boolean).map_err(|e| e.kind),
+        Err(ErrorKind::DatatypeMismatch)
     );
 }
 
@@ -126,8 +127,11 @@ fn aggregate_types() {
     assert_eq!(agg_return_type(AggKind::Min, Some(Date)).ok(), Some(Date));
     let e = agg_return_type(AggKind::Sum, Some(Boolean)).expect_err("sum(bool)");
     assert_eq!(
-        (e.code, e.message.as_str()),
-        ("42883", "function sum(boolean) does not exist")
+        (e.kind, e.message.as_str()),
+        (
+            ErrorKind::UndefinedFunction,
+            "function sum(boolean) does not exist"
+        )
     );
     let e = agg_return_type(AggKind::Avg, Some(Varchar)).expect_err("avg(text)");
     assert_eq!(e.message, "function avg(character varying) does not exist");

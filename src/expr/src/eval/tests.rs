@@ -2,6 +2,7 @@
 
 use crate::{build_cast, build_func, Expr, Func};
 use ebbflow_common::text::format_datum;
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{DataType, ScalarValue};
 
 use DataType::*;
@@ -24,7 +25,7 @@ fn show(r: crate::ExprResult<ebbflow_common::Datum>) -> String {
     match r {
         Ok(Some(v)) => format_datum(&v),
         Ok(None) => "NULL".into(),
-        Err(e) => format!("ERR {} {}", e.code, e.message),
+        Err(e) => format!("ERR {} {}", e.kind, e.message),
     }
 }
 
@@ -44,7 +45,7 @@ fn call(func: Func, args: &[(DataType, &str)]) -> String {
         .collect();
     match build_func(func, exprs) {
         Ok(e) => show(e.eval(&row)),
-        Err(e) => format!("ERR {} {}", e.code, e.message),
+        Err(e) => format!("ERR {} {}", e.kind, e.message),
     }
 }
 
@@ -55,7 +56,7 @@ fn cast(from: DataType, s: &str, to: DataType) -> String {
     };
     match build_cast(col(0, from), to, true) {
         Ok(e) => show(e.eval(&row)),
-        Err(e) => format!("ERR {} {}", e.code, e.message),
+        Err(e) => format!("ERR {} {}", e.kind, e.message),
     }
 }
 
@@ -68,23 +69,23 @@ fn integer_arithmetic() {
     assert_eq!(call(Func::Div, &[(Int16, "5"), (Int16, "2")]), "2");
     assert_eq!(
         call(Func::Add, &[(Int32, "2147483647"), (Int32, "1")]),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
     assert_eq!(
         call(Func::Add, &[(Int16, "32767"), (Int16, "1")]),
-        "ERR 22003 smallint out of range"
+        "ERR numeric_value_out_of_range smallint out of range"
     );
     assert_eq!(
         call(Func::Add, &[(Int64, "9223372036854775807"), (Int32, "1")]),
-        "ERR 22003 bigint out of range"
+        "ERR numeric_value_out_of_range bigint out of range"
     );
     assert_eq!(
         call(Func::Mul, &[(Int32, "2147483647"), (Int32, "2")]),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
     assert_eq!(
         call(Func::Div, &[(Int32, "-2147483648"), (Int32, "-1")]),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
     assert_eq!(
         call(Func::Mod, &[(Int32, "-2147483648"), (Int32, "-1")]),
@@ -92,19 +93,19 @@ fn integer_arithmetic() {
     );
     assert_eq!(
         call(Func::Div, &[(Int32, "1"), (Int32, "0")]),
-        "ERR 22012 division by zero"
+        "ERR division_by_zero division by zero"
     );
     assert_eq!(
         call(Func::Mod, &[(Int32, "5"), (Int32, "0")]),
-        "ERR 22012 division by zero"
+        "ERR division_by_zero division by zero"
     );
     assert_eq!(
         call(Func::Neg, &[(Int32, "-2147483648")]),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
     assert_eq!(
         call(Func::Abs, &[(Int32, "-2147483648")]),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
     assert_eq!(call(Func::Add, &[(Int32, "1"), (Int32, "NULL")]), "NULL");
 }
@@ -135,7 +136,10 @@ fn numeric_and_float_arithmetic() {
     assert_eq!(n(Func::Div, "0.5", "0.25"), "2.0000000000000000");
     assert_eq!(n(Func::Div, "99999", "1"), "99999.000000000000");
     assert_eq!(n(Func::Div, "10000", "3.0"), "3333.3333333333333333");
-    assert_eq!(n(Func::Div, "1.0", "0"), "ERR 22012 division by zero");
+    assert_eq!(
+        n(Func::Div, "1.0", "0"),
+        "ERR division_by_zero division by zero"
+    );
     // int / numeric is numeric.
     assert_eq!(
         call(Func::Div, &[(Int32, "5"), (Decimal, "2.0")]),
@@ -144,14 +148,17 @@ fn numeric_and_float_arithmetic() {
     let f = |fun: Func, a: &str, b: &str| call(fun, &[(Float64, a), (Float64, b)]);
     assert_eq!(f(Func::Div, "1", "3"), "0.3333333333333333");
     assert_eq!(f(Func::Add, "0.1", "0.2"), "0.30000000000000004");
-    assert_eq!(f(Func::Div, "1", "0"), "ERR 22012 division by zero");
+    assert_eq!(
+        f(Func::Div, "1", "0"),
+        "ERR division_by_zero division by zero"
+    );
     assert_eq!(
         f(Func::Mul, "1e308", "10"),
-        "ERR 22003 value out of range: overflow"
+        "ERR numeric_value_out_of_range value out of range: overflow"
     );
     assert_eq!(
         f(Func::Mul, "1e-308", "1e-100"),
-        "ERR 22003 value out of range: underflow"
+        "ERR numeric_value_out_of_range value out of range: underflow"
     );
     assert_eq!(f(Func::Add, "Infinity", "1"), "Infinity");
     let r = |fun: Func, a: &str, b: &str| call(fun, &[(Float32, a), (Float32, b)]);
@@ -160,7 +167,7 @@ fn numeric_and_float_arithmetic() {
     assert_eq!(r(Func::Div, "1", "3"), "0.33333334");
     assert_eq!(
         r(Func::Mul, "1e30", "1e30"),
-        "ERR 22003 value out of range: overflow"
+        "ERR numeric_value_out_of_range value out of range: overflow"
     );
     // real * int is double precision.
     assert_eq!(
@@ -169,7 +176,7 @@ fn numeric_and_float_arithmetic() {
     );
     assert_eq!(
         call(Func::Mod, &[(Float64, "5.5"), (Int32, "2")]),
-        "ERR 42883 operator does not exist: double precision % integer"
+        "ERR undefined_function operator does not exist: double precision % integer"
     );
 }
 
@@ -183,13 +190,16 @@ fn casts() {
     assert_eq!(cast(Decimal, "-2.5", Int32), "-3");
     assert_eq!(
         cast(Int64, "3000000000", Int32),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
     assert_eq!(
         cast(Float64, "1e10", Int32),
-        "ERR 22003 integer out of range"
+        "ERR numeric_value_out_of_range integer out of range"
     );
-    assert_eq!(cast(Float64, "NaN", Int64), "ERR 22003 bigint out of range");
+    assert_eq!(
+        cast(Float64, "NaN", Int64),
+        "ERR numeric_value_out_of_range bigint out of range"
+    );
     assert_eq!(cast(Float64, "0.1", Decimal), "0.1");
     assert_eq!(cast(Float64, "0.30000000000000004", Decimal), "0.3");
     assert_eq!(cast(Float32, "0.1", Decimal), "0.1");
@@ -200,7 +210,7 @@ fn casts() {
     assert_eq!(cast(Decimal, "1.1", Float64), "1.1");
     assert_eq!(
         cast(Float64, "1e300", Float32),
-        "ERR 22003 value out of range: overflow"
+        "ERR numeric_value_out_of_range value out of range: overflow"
     );
     assert_eq!(cast(Boolean, "t", Varchar), "true");
     assert_eq!(cast(Boolean, "t", Int32), "1");
@@ -208,16 +218,16 @@ fn casts() {
     assert_eq!(cast(Int32, "0", Boolean), "f");
     assert_eq!(
         cast(Boolean, "t", Int64),
-        "ERR 42846 cannot cast type boolean to bigint"
+        "ERR cannot_coerce cannot cast type boolean to bigint"
     );
     assert_eq!(
         cast(Int64, "1", Boolean),
-        "ERR 42846 cannot cast type bigint to boolean"
+        "ERR cannot_coerce cannot cast type bigint to boolean"
     );
     assert_eq!(cast(Decimal, "1.50", Varchar), "1.50");
     assert_eq!(
         cast(Varchar, "x", Int32),
-        "ERR 22P02 invalid input syntax for type integer: \"x\""
+        "ERR invalid_text_representation invalid input syntax for type integer: \"x\""
     );
     assert_eq!(cast(Varchar, " 12 ", Int32), "12");
     assert_eq!(cast(Date, "2024-01-02", Timestamp), "2024-01-02 00:00:00");
@@ -225,7 +235,7 @@ fn casts() {
     assert_eq!(cast(Interval, "1 day", Varchar), "1 day");
     assert_eq!(
         cast(Interval, "1 day", Int32),
-        "ERR 42846 cannot cast type interval to integer"
+        "ERR cannot_coerce cannot cast type interval to integer"
     );
 }
 
@@ -236,12 +246,12 @@ fn cast_contexts_and_folding() {
     assert!(build_cast(col(0, Float64), Decimal, false).is_ok());
     assert!(build_cast(col(0, Int32), Varchar, false).is_ok());
     assert_eq!(
-        build_cast(col(0, Varchar), Int32, false).map_err(|e| e.code),
-        Err("42846")
+        build_cast(col(0, Varchar), Int32, false).map_err(|e| e.kind),
+        Err(ErrorKind::CannotCoerce)
     );
     assert_eq!(
-        build_cast(col(0, Int32), Boolean, false).map_err(|e| e.code),
-        Err("42846")
+        build_cast(col(0, Int32), Boolean, false).map_err(|e| e.kind),
+        Err(ErrorKind::CannotCoerce)
     );
     // A varchar literal is `unknown`: it parses into any type, now.
     assert_eq!(
@@ -249,8 +259,8 @@ fn cast_contexts_and_folding() {
         Some(lit(Int32, "42"))
     );
     assert_eq!(
-        build_cast(lit(Varchar, "abc"), Int32, false).map_err(|e| e.code),
-        Err("22P02")
+        build_cast(lit(Varchar, "abc"), Int32, false).map_err(|e| e.kind),
+        Err(ErrorKind::InvalidTextRepresentation)
     );
     assert_eq!(
         build_cast(lit(Boolean, "NULL"), Date, false).ok(),
@@ -330,7 +340,7 @@ fn datetime_arithmetic() {
     );
     assert_eq!(
         call(Func::Div, &[(Interval, "1 mon"), (Int32, "0")]),
-        "ERR 22012 division by zero"
+        "ERR division_by_zero division by zero"
     );
     assert_eq!(
         call(Func::Neg, &[(Interval, "1 day 01:00")]),
@@ -341,7 +351,7 @@ fn datetime_arithmetic() {
             Func::Add,
             &[(Interval, "2147483647 days"), (Interval, "1 day")]
         ),
-        "ERR 22008 interval out of range"
+        "ERR datetime_field_overflow interval out of range"
     );
     assert_eq!(
         call(
@@ -425,8 +435,8 @@ fn conditionals() {
     let e = build_func(Func::Greatest, vec![col(0, Int32), col(1, Float32)]).expect("greatest");
     assert_eq!(e.return_type(), Float32);
     assert_eq!(
-        build_func(Func::Coalesce, vec![col(0, Int32), col(1, Boolean)]).map_err(|e| e.code),
-        Err("42804")
+        build_func(Func::Coalesce, vec![col(0, Int32), col(1, Boolean)]).map_err(|e| e.kind),
+        Err(ErrorKind::DatatypeMismatch)
     );
     // CASE is lazy and NULL conditions do not match.
     let case = Expr::Case {
@@ -466,7 +476,7 @@ fn strings() {
     assert_eq!(s(Func::Like, &["a%c", "a#%c", "#"]), "t");
     assert_eq!(
         s(Func::Like, &["ab", "a\\"]),
-        "ERR 22025 LIKE pattern must not end with escape character"
+        "ERR invalid_escape_sequence LIKE pattern must not end with escape character"
     );
     assert_eq!(
         call(Func::Like, &[(Varchar, "x"), (Varchar, "NULL")]),
@@ -483,7 +493,7 @@ fn strings() {
     assert_eq!(sub(&[(Varchar, "hello"), (Int32, "10")]), "");
     assert_eq!(
         sub(&[(Varchar, "hello"), (Int32, "1"), (Int32, "-1")]),
-        "ERR 22011 negative substring length not allowed"
+        "ERR substring_error negative substring length not allowed"
     );
     assert_eq!(sub(&[(Varchar, "héllo"), (Int64, "2"), (Int16, "2")]), "él");
     assert_eq!(s(Func::Length, &["héllo"]), "5");
@@ -510,7 +520,8 @@ fn strings() {
     assert_eq!(s(Func::RegexNotMatch, &["pg_toast", "^pg_toast"]), "f");
     assert_eq!(s(Func::RegexIMatch, &["ORDERS", "^ord"]), "t");
     assert_eq!(s(Func::RegexNotIMatch, &["ORDERS", "^ord"]), "f");
-    assert!(s(Func::RegexMatch, &["a", "("]).starts_with("ERR 2201B invalid regular expression"));
+    assert!(s(Func::RegexMatch, &["a", "("])
+        .starts_with("ERR invalid_regular_expression invalid regular expression"));
     assert_eq!(call(Func::Concat, &[(Varchar, "a"), (Int32, "1")]), "a1");
     assert_eq!(
         call(Func::Concat, &[(Varchar, "a"), (Boolean, "t")]),
@@ -523,11 +534,11 @@ fn strings() {
     );
     assert_eq!(
         call(Func::Concat, &[(Int32, "1"), (Int32, "2")]),
-        "ERR 42883 operator does not exist: integer || integer"
+        "ERR undefined_function operator does not exist: integer || integer"
     );
     assert_eq!(
         call(Func::Lower, &[(Int32, "1")]),
-        "ERR 42883 function lower(integer) does not exist"
+        "ERR undefined_function function lower(integer) does not exist"
     );
 }
 
@@ -571,6 +582,6 @@ fn math_functions() {
     assert_eq!(call(Func::Abs, &[(Decimal, "-1.50")]), "1.50");
     assert_eq!(
         call(Func::Round, &[(Float64, "1.5"), (Int32, "1")]),
-        "ERR 42883 function round(double precision, integer) does not exist"
+        "ERR undefined_function function round(double precision, integer) does not exist"
     );
 }

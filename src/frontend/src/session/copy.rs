@@ -3,11 +3,12 @@
 //! full before anything is written); `TO STDOUT` runs the query and
 //! encodes its rows.
 //!
-//! A bad line fails the whole COPY with PostgreSQL's SQLSTATE (`22P04`
-//! bad_copy_file_format for a wrong field count or quoting, `22P02` and
-//! friends for a bad value) and the place in DETAIL, as PostgreSQL's
-//! CONTEXT reads: `COPY t, line 3, column v: "x"`.
+//! A bad line fails the whole COPY with PostgreSQL's error condition
+//! (bad_copy_file_format for a wrong field count or quoting,
+//! invalid_text_representation and friends for a bad value) and the place
+//! in DETAIL, as PostgreSQL's CONTEXT reads: `COPY t, line 3, column v: "x"`.
 
+use ebbflow_common::ErrorKind;
 use std::sync::Arc;
 
 use super::{command, FResult, LocalSession, MetaScan};
@@ -85,13 +86,18 @@ impl LocalSession {
             // PostgreSQL takes a lone empty line of a one-column table as
             // one empty (or NULL, in csv) field, which `parse` already did.
             if rec.fields.len() > copy.targets.len() {
-                let e = FrontendError::new("22P04", "extra data after last expected column");
+                let e = FrontendError::new(
+                    ErrorKind::BadCopyFileFormat,
+                    "extra data after last expected column",
+                );
                 return Err(at(e, &table.name, rec.line, None));
             }
             if rec.fields.len() < copy.targets.len() {
                 let missing = &table.columns[copy.targets[rec.fields.len()]].name;
-                let e =
-                    FrontendError::new("22P04", format!("missing data for column \"{missing}\""));
+                let e = FrontendError::new(
+                    ErrorKind::BadCopyFileFormat,
+                    format!("missing data for column \"{missing}\""),
+                );
                 return Err(at(e, &table.name, rec.line, None));
             }
             let mut row: Row = vec![None; table.columns.len()];
@@ -101,7 +107,7 @@ impl LocalSession {
                     None => None,
                     Some(text) => Some(parse_datum(column.data_type, &text).map_err(|e| {
                         at(
-                            FrontendError::new(e.code, e.message),
+                            FrontendError::new(e.kind, e.message),
                             &table.name,
                             rec.line,
                             Some((&column.name, &text)),

@@ -1,5 +1,6 @@
 //! CREATE, DROP, ALTER … SET PARALLELISM and ALTER SYSTEM RESCHEDULE.
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -99,7 +100,7 @@ fn connector_of(
         .collect();
     let now_ms = chrono::Utc::now().timestamp_millis().max(0) as u64;
     let connector = connector_from_options(with_options, &cols, id, now_ms)
-        .map_err(|e| FrontendError::new(e.code, e.message))?;
+        .map_err(|e| FrontendError::new(e.kind, e.message))?;
     if let Some(SplitSourceDesc {
         connector: Connector::Nexmark(n),
         ..
@@ -126,7 +127,7 @@ pub async fn create_source(
     // The id is only for the check; the source gets its own.
     if connector_of(0, &columns, &pk, false, &mut with_options)?.is_none() {
         return Err(FrontendError::new(
-            "42601",
+            ErrorKind::SyntaxError,
             "CREATE SOURCE needs WITH (connector = 'datagen' | 'nexmark', …)",
         ));
     }
@@ -178,7 +179,7 @@ impl LocalSession {
             return Ok(true);
         }
         Err(FrontendError::new(
-            "42P07",
+            ErrorKind::DuplicateTable,
             format!("relation \"{name}\" already exists"),
         ))
     }
@@ -251,11 +252,11 @@ impl LocalSession {
         match self.meta.relation_by_name(name) {
             None if if_exists => Ok(command(tag)),
             None => Err(FrontendError::new(
-                "42P01",
+                ErrorKind::UndefinedTable,
                 format!("{} \"{name}\" does not exist", kind.name()),
             )),
             Some(r) if r.kind != kind => Err(FrontendError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("\"{name}\" is not a {}", kind.name()),
             )),
             Some(r) => {

@@ -4,6 +4,7 @@
 use super::{command, FResult, LocalSession, MetaScan};
 use crate::{FrontendError, StatementResult};
 use ebbflow_batch as batch;
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{Op, Row, StreamChunk, StreamChunkBuilder};
 use ebbflow_expr::Expr;
 use ebbflow_meta::catalog::{RelationDesc, RelationKind};
@@ -80,7 +81,7 @@ impl LocalSession {
     pub(super) async fn write(&self, table: &RelationDesc, chunk: StreamChunk) -> FResult<()> {
         if table.kind != RelationKind::Table {
             return Err(FrontendError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("cannot change materialized view \"{}\"", table.name),
             ));
         }

@@ -11,6 +11,7 @@ mod dml;
 mod show;
 mod vars;
 
+use ebbflow_common::ErrorKind;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -35,7 +36,7 @@ use vars::Vars;
 impl From<MetaError> for FrontendError {
     fn from(e: MetaError) -> Self {
         FrontendError {
-            code: e.code,
+            kind: e.kind,
             message: e.message,
             detail: None,
             hint: e.hint,
@@ -45,13 +46,13 @@ impl From<MetaError> for FrontendError {
 
 impl From<PlanError> for FrontendError {
     fn from(e: PlanError) -> Self {
-        FrontendError::new(e.code, e.message)
+        FrontendError::new(e.kind, e.message)
     }
 }
 
 impl From<BatchError> for FrontendError {
     fn from(e: BatchError) -> Self {
-        FrontendError::new(e.code, e.message)
+        FrontendError::new(e.kind, e.message)
     }
 }
 
@@ -124,7 +125,7 @@ impl<'a> MetaScan<'a> {
                 match relation.kind {
                     RelationKind::Source => {
                         let mut e = FrontendError::new(
-                            "0A000",
+                            ErrorKind::FeatureNotSupported,
                             format!(
                                 "cannot read source \"{}\" in a query: its rows are not stored",
                                 relation.name
@@ -219,7 +220,7 @@ impl ScanSource for MetaScan<'_> {
                 .map(|(_, r)| r)
                 .unwrap_or_default()),
             None => Err(BatchError {
-                code: "XX000",
+                kind: ErrorKind::InternalError,
                 message: format!(
                     "relation \"{}\" was not read before the query ran",
                     relation.name
@@ -531,7 +532,7 @@ impl Session for LocalSession {
             match self.execute(s, &ParamContext::default()).await {
                 Ok(StatementResult::CopyIn(_)) if i + 1 < stmts.len() => {
                     let e = FrontendError::new(
-                        "0A000",
+                        ErrorKind::FeatureNotSupported,
                         "COPY FROM STDIN must be the last statement of a query string",
                     );
                     return (results, Some(e));

@@ -3,6 +3,7 @@
 use super::ddl::upstream_snapshot;
 use super::{fields, int, rows_result, text, FResult, LocalSession};
 use crate::{FrontendError, StatementResult};
+use ebbflow_common::ErrorKind;
 use ebbflow_common::{DataType, Row};
 use ebbflow_meta::fragment::Fragment;
 use ebbflow_meta::graph::{EdgeSpec, PlanGraph, Upstream};
@@ -61,7 +62,10 @@ impl LocalSession {
                 .relation_by_name(&n)
                 .map(|r| Some(r.id))
                 .ok_or_else(|| {
-                    FrontendError::new("42P01", format!("relation \"{n}\" does not exist"))
+                    FrontendError::new(
+                        ErrorKind::UndefinedTable,
+                        format!("relation \"{n}\" does not exist"),
+                    )
                 }),
         }
     }

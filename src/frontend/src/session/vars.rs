@@ -1,6 +1,7 @@
 //! Session variables (`SET`, `SHOW`), the parallelism of new jobs and the
 //! system parameters of `ALTER SYSTEM SET`.
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 
 use super::{fields, rows_result, text, FResult, LocalSession};
@@ -79,7 +80,7 @@ where
         .filter(|n| range.contains(n))
         .ok_or_else(|| {
             FrontendError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 format!(
                     "{name} must be an integer from {} to {}, got \"{value}\"",
                     range.start(),
@@ -112,7 +113,7 @@ fn parse_parallelism(v: &str) -> FResult<Parallelism> {
         Ok(0) => Ok(Parallelism::Adaptive),
         Ok(n) => Ok(Parallelism::Fixed(n)),
         Err(_) => Err(FrontendError::new(
-            "22023",
+            ErrorKind::InvalidParameterValue,
             format!("invalid parallelism \"{v}\": expected a positive integer or ADAPTIVE"),
         )),
     }
@@ -155,7 +156,7 @@ impl LocalSession {
             "adaptive_scaling" => {
                 let on = parse_bool(value).ok_or_else(|| {
                     FrontendError::new(
-                        "22023",
+                        ErrorKind::InvalidParameterValue,
                         format!("parameter \"adaptive_scaling\" requires a Boolean value, got \"{value}\""),
                     )
                 })?;
@@ -171,7 +172,7 @@ impl LocalSession {
                 let point = ebbflow_storage::lsm::fault::CrashPoint::parse(value.trim())
                     .ok_or_else(|| {
                         FrontendError::new(
-                            "22023",
+                            ErrorKind::InvalidParameterValue,
                             format!(
                                 "invalid value for parameter \"debug_crash_at\": \"{value}\" \
                              (upload, compaction or off)"
@@ -188,7 +189,7 @@ impl LocalSession {
                 Ok(())
             }
             other => Err(FrontendError::new(
-                "42704",
+                ErrorKind::UndefinedObject,
                 format!("unrecognized system parameter \"{other}\""),
             )),
         }
@@ -204,7 +205,7 @@ impl LocalSession {
                     Some(v) if parse_bool(v).is_some() => parse_bool(v).unwrap_or(false),
                     Some(v) => {
                         return Err(FrontendError::new(
-                            "22023",
+                            ErrorKind::InvalidParameterValue,
                             format!(
                             "parameter \"rw_implicit_flush\" requires a Boolean value, got \"{v}\""
                         ),
@@ -240,7 +241,7 @@ impl LocalSession {
             .map(|(_, v)| v)
             .ok_or_else(|| {
                 FrontendError::new(
-                    "42704",
+                    ErrorKind::UndefinedObject,
                     format!("unrecognized configuration parameter \"{name}\""),
                 )
             })

@@ -1,6 +1,7 @@
 //! A reschedule plan: its text form (`'3-[1,2]+[5]; 4+[6]'`, docs/design.md §6)
 //! and the check that it moves no-shuffle groups together.
 
+use ebbflow_common::ErrorKind;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::cluster::UnitId;
@@ -33,7 +34,12 @@ pub(super) fn units_text(ch: &FragmentChange) -> String {
 
 /// Parse `'3-[1,2]+[5]; 4+[6]'` (docs/design.md §6).
 pub fn parse_plan(text: &str) -> MetaResult<BTreeMap<FragmentId, FragmentChange>> {
-    let bad = |m: String| MetaError::new("42601", format!("invalid reschedule plan: {m}"));
+    let bad = |m: String| {
+        MetaError::new(
+            ErrorKind::SyntaxError,
+            format!("invalid reschedule plan: {m}"),
+        )
+    };
     let mut plan = BTreeMap::new();
     for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
         let digits: String = item.chars().take_while(|c| c.is_ascii_digit()).collect();

@@ -29,7 +29,7 @@ pub struct DatagenDesc {
     pub rows_per_second: u64,
 }
 
-/// Error in datagen options (SQLSTATE 22023 invalid_parameter_value).
+/// Error in datagen options (an invalid parameter value).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct DatagenOptionError(pub String);

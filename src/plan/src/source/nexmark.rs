@@ -2,6 +2,7 @@
 //! streams a source reads, its columns and pacing (the events themselves
 //! are the stream side's, from the `nexmark` crate).
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 
 use ebbflow_common::DataType;
@@ -73,17 +74,18 @@ pub struct NexmarkDesc {
     pub base_time_ms: u64,
 }
 
-/// Error in nexmark options or columns (SQLSTATE 22023 or 42804).
+/// Error in nexmark options or columns (an invalid parameter value or a
+/// datatype mismatch).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct NexmarkOptionError {
-    pub code: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 fn bad(message: String) -> NexmarkOptionError {
     NexmarkOptionError {
-        code: "22023",
+        kind: ErrorKind::InvalidParameterValue,
         message,
     }
 }
@@ -145,7 +147,7 @@ impl NexmarkDesc {
             };
             if fields[i].1 != *ty {
                 return Err(NexmarkOptionError {
-                    code: "42804",
+                    kind: ErrorKind::DatatypeMismatch,
                     message: format!(
                         "column \"{name}\" of a nexmark source must be {}, not {ty}",
                         fields[i].1
@@ -183,7 +185,7 @@ mod tests {
             .collect();
         let e = NexmarkDesc::from_options(&opts, &[("price".into(), DataType::Int32, false)], 0)
             .unwrap_err();
-        assert_eq!(e.code, "42804");
+        assert_eq!(e.kind, ErrorKind::DatatypeMismatch);
         let e = NexmarkDesc::from_options(&opts, &[("nope".into(), DataType::Int64, false)], 0)
             .unwrap_err();
         assert!(e.message.contains("not a field"), "{e}");

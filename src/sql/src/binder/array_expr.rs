@@ -1,6 +1,7 @@
 //! Arrays in expressions: `ARRAY[…]` and subscripts `a[i]` / `a[i:j]`,
 //! and subscripts of the constant array texts drivers send.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast;
 
 use super::expr::BExpr;
@@ -52,7 +53,7 @@ impl Binder<'_> {
         let index = self.resolve(index, DataType::Int32)?;
         if !index.return_type().is_integer() {
             return Err(SqlError::new(
-                "42804",
+                ErrorKind::DatatypeMismatch,
                 "array subscript must have type integer",
             ));
         }
@@ -97,7 +98,7 @@ impl Binder<'_> {
                 None => t,
                 Some(k) => ebbflow_expr::common_type(k, t).map_err(|_| {
                     SqlError::new(
-                        "42804",
+                        ErrorKind::DatatypeMismatch,
                         format!("ARRAY types {k} and {t} cannot be matched"),
                     )
                 })?,

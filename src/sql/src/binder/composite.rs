@@ -16,6 +16,7 @@
 //! are reached only by field access and left out of `*`, and a query's
 //! result cannot hold one (0A000).
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
 
 use super::expr::BExpr;
@@ -144,7 +145,7 @@ impl Binder<'_> {
         let vector = self.resolve(vector, ebbflow_common::DataType::Varchar)?;
         if vector.return_type() != ebbflow_common::DataType::Varchar {
             return Err(SqlError::new(
-                "42883",
+                ErrorKind::UndefinedFunction,
                 format!(
                     "function {SRF}({}) does not exist",
                     vector.return_type().pg_name()
@@ -184,7 +185,7 @@ impl Binder<'_> {
 
     fn srf_column(&self, scope: &Scope, field: &str) -> SqlResult<usize> {
         scope.resolve_field(None, SRF, field).map_err(|e| {
-            if e.code == "42703" && !scope.has_field_columns(SRF) {
+            if e.kind == ErrorKind::UndefinedColumn && !scope.has_field_columns(SRF) {
                 SqlError::unsupported(format!(
                     "set-returning function {SRF} outside a select list"
                 ))

@@ -3,6 +3,7 @@
 //! Files and programs are refused: the server reads nothing from its own
 //! disk on a client's behalf.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
@@ -57,7 +58,10 @@ struct Given {
 }
 
 fn option_error(what: &str) -> SqlError {
-    SqlError::new("0A000", format!("COPY option {what} is not supported"))
+    SqlError::new(
+        ErrorKind::FeatureNotSupported,
+        format!("COPY option {what} is not supported"),
+    )
 }
 
 impl Given {
@@ -70,7 +74,7 @@ impl Given {
                     "binary" => return Err(SqlError::unsupported("COPY in binary format")),
                     other => {
                         return Err(SqlError::new(
-                            "22023",
+                            ErrorKind::InvalidParameterValue,
                             format!("COPY format \"{other}\" not recognized"),
                         ))
                     }
@@ -132,7 +136,7 @@ impl Given {
         o.header = self.header.unwrap_or(false);
         if !csv && (self.quote.is_some() || self.escape.is_some()) {
             return Err(SqlError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 "COPY quote and escape are available only in CSV mode",
             ));
         }
@@ -143,19 +147,19 @@ impl Given {
         o.escape = self.escape.unwrap_or(o.quote);
         if matches!(o.delimiter, '\n' | '\r') || (!csv && o.delimiter == '\\') {
             return Err(SqlError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 "COPY delimiter cannot be newline, carriage return or backslash",
             ));
         }
         if csv && o.delimiter == o.quote {
             return Err(SqlError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 "COPY delimiter and quote must be different",
             ));
         }
         if o.null.contains(['\n', '\r']) {
             return Err(SqlError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 "COPY null representation cannot use newline or carriage return",
             ));
         }
@@ -176,7 +180,7 @@ impl Binder<'_> {
             (false, CopyTarget::Stdin) | (true, CopyTarget::Stdout) => {}
             _ => {
                 let mut e = SqlError::new(
-                    "42501",
+                    ErrorKind::InsufficientPrivilege,
                     "COPY to or from a file or program is not allowed: the server reads and writes only the client's STDIN and STDOUT",
                 );
                 e.hint =
@@ -207,7 +211,7 @@ impl Binder<'_> {
             RelationKind::Table => {}
             kind => {
                 return Err(SqlError::new(
-                    "42809",
+                    ErrorKind::WrongObjectType,
                     format!("cannot copy to {} \"{}\"", kind.name(), table.name),
                 ))
             }
@@ -224,7 +228,7 @@ impl Binder<'_> {
                     .map(|(i, _)| i)
                     .ok_or_else(|| {
                         SqlError::new(
-                            "42703",
+                            ErrorKind::UndefinedColumn,
                             format!(
                                 "column \"{name}\" of relation \"{}\" does not exist",
                                 table.name
@@ -233,7 +237,7 @@ impl Binder<'_> {
                     })?;
                 if picked.contains(&i) {
                     return Err(SqlError::new(
-                        "42701",
+                        ErrorKind::DuplicateColumn,
                         format!("column \"{name}\" specified more than once"),
                     ));
                 }

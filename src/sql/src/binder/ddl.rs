@@ -1,5 +1,6 @@
 //! CREATE TABLE, CREATE MATERIALIZED VIEW, DROP.
 
+use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;
 
 use sqlparser::ast::{
@@ -23,7 +24,7 @@ pub(super) fn create_name(name: &ast::ObjectName) -> SqlResult<String> {
     match schema.as_deref() {
         None | Some("public") => Ok(rel),
         Some(s) => Err(SqlError::new(
-            "3F000",
+            ErrorKind::InvalidSchemaName,
             format!("schema \"{s}\" does not exist"),
         )),
     }
@@ -83,7 +84,7 @@ impl Binder<'_> {
         let mut pk: Option<Vec<usize>> = None;
         let multiple_pk = || {
             SqlError::new(
-                "42P16",
+                ErrorKind::InvalidTableDefinition,
                 format!("multiple primary keys for table \"{name}\" are not allowed"),
             )
         };
@@ -91,7 +92,7 @@ impl Binder<'_> {
             let cname = ident_value(&c.name.value, c.name.quote_style);
             if columns.iter().any(|x| x.name == cname) {
                 return Err(SqlError::new(
-                    "42701",
+                    ErrorKind::DuplicateColumn,
                     format!("column \"{cname}\" specified more than once"),
                 ));
             }
@@ -131,7 +132,7 @@ impl Binder<'_> {
                                 .position(|c| c.name == cname)
                                 .ok_or_else(|| {
                                     SqlError::new(
-                                        "42703",
+                                        ErrorKind::UndefinedColumn,
                                         format!("column \"{cname}\" named in key does not exist"),
                                     )
                                 })?;
@@ -169,7 +170,7 @@ impl Binder<'_> {
         let name = ident_value(&spec.column.value, spec.column.quote_style);
         let column = columns.iter().position(|c| c.name == name).ok_or_else(|| {
             SqlError::new(
-                "42703",
+                ErrorKind::UndefinedColumn,
                 format!("column \"{name}\" named in WATERMARK does not exist"),
             )
         })?;
@@ -183,7 +184,7 @@ impl Binder<'_> {
                 | DataType::Int64
         ) {
             return Err(SqlError::new(
-                "42804",
+                ErrorKind::DatatypeMismatch,
                 format!(
                     "a watermark column must be a timestamp, date or integer, not {}",
                     ty.pg_name()
@@ -206,7 +207,7 @@ impl Binder<'_> {
         let expr = self.resolve(bound, ty)?;
         if expr.return_type() != ty {
             return Err(SqlError::new(
-                "42804",
+                ErrorKind::DatatypeMismatch,
                 format!(
                     "the watermark expression must be of the column's type {}, not {}",
                     ty.pg_name(),
@@ -216,7 +217,7 @@ impl Binder<'_> {
         }
         if expr.monotone_input() != Some(column) {
             return Err(SqlError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 format!(
                     "the watermark expression must be \"{name}\" or \"{name}\" minus a constant"
                 ),
@@ -243,7 +244,7 @@ impl Binder<'_> {
         {
             if pk.is_empty() {
                 return Err(SqlError::new(
-                    "0A000",
+                    ErrorKind::FeatureNotSupported,
                     "ON CONFLICT is only supported on a table with a primary key",
                 ));
             }
@@ -273,7 +274,7 @@ impl Binder<'_> {
             }
             if !pk.is_empty() {
                 return Err(SqlError::new(
-                    "0A000",
+                    ErrorKind::FeatureNotSupported,
                     "an APPEND ONLY table cannot have a primary key",
                 ));
             }
@@ -298,19 +299,19 @@ impl Binder<'_> {
         } = self.bind_create_table(ct)?
         else {
             return Err(SqlError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 "CREATE SOURCE did not bind as a table",
             ));
         };
         if !pk.is_empty() {
             return Err(SqlError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 "a source has no primary key (rows are identified by a hidden _row_id)",
             ));
         }
         if !with_options.contains_key("connector") {
             return Err(SqlError::new(
-                "42601",
+                ErrorKind::SyntaxError,
                 "CREATE SOURCE needs WITH (connector = 'datagen' | 'nexmark', …)",
             ));
         }
@@ -380,7 +381,7 @@ impl Binder<'_> {
             None if if_exists => {}
             None => {
                 return Err(SqlError::new(
-                    "42P01",
+                    ErrorKind::UndefinedTable,
                     format!("{} \"{rel}\" does not exist", kind.name()),
                 ))
             }
@@ -417,7 +418,7 @@ pub(super) fn view_column_names(
     for (i, n) in column_names.iter().enumerate() {
         if column_names[..i].contains(n) {
             return Err(SqlError::new(
-                "42701",
+                ErrorKind::DuplicateColumn,
                 format!("column \"{n}\" specified more than once"),
             ));
         }
@@ -432,7 +433,10 @@ pub(super) fn wrong_kind(
     found: RelationKind,
     verb: &str,
 ) -> SqlError {
-    let mut e = SqlError::new("42809", format!("\"{name}\" is not a {}", wanted.name()));
+    let mut e = SqlError::new(
+        ErrorKind::WrongObjectType,
+        format!("\"{name}\" is not a {}", wanted.name()),
+    );
     e.hint = match found {
         RelationKind::Table => Some(format!("Use {verb} TABLE to remove a table.")),
         RelationKind::MaterializedView => Some(format!(

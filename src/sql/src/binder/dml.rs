@@ -1,5 +1,6 @@
 //! INSERT, UPDATE, DELETE.
 
+use ebbflow_common::ErrorKind;
 use std::sync::Arc;
 
 use sqlparser::ast::{self, AssignmentTarget, FromTable, SetExpr, TableFactor, TableObject};
@@ -22,12 +23,12 @@ fn assignment_cast(e: Expr, col: &str, ty: DataType) -> SqlResult<Expr> {
         return Ok(e);
     }
     build_cast(e, ty, false).map_err(|e| {
-        if e.code != "42846" {
+        if e.kind != ErrorKind::CannotCoerce {
             // a data error folding a literal (e.g. 22003 out of range)
             return SqlError::from(e);
         }
         let mut err = SqlError::new(
-            "42804",
+            ErrorKind::DatatypeMismatch,
             format!("column \"{col}\" is of type {ty} but expression is of type {from}"),
         );
         err.hint = Some("You will need to rewrite or cast the expression.".into());
@@ -47,19 +48,19 @@ impl Binder<'_> {
         match rel.kind {
             RelationKind::Table => Ok(rel),
             RelationKind::MaterializedView => Err(SqlError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("cannot change materialized view \"{}\"", rel.name),
             )),
             RelationKind::View => Err(SqlError::new(
-                "55000",
+                ErrorKind::ObjectNotInPrerequisiteState,
                 format!("cannot change view \"{}\"", rel.name),
             )),
             RelationKind::System => Err(SqlError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("cannot change system catalog \"{}\"", rel.name),
             )),
             RelationKind::Source => Err(SqlError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("cannot change source \"{}\"", rel.name),
             )),
         }
@@ -69,7 +70,7 @@ impl Binder<'_> {
     fn refuse_append_only(table: &RelationDesc, verb: &str) -> SqlResult<()> {
         if table.append_only {
             let mut e = SqlError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 format!("cannot {verb} append-only table \"{}\"", table.name),
             );
             e.hint = Some("An APPEND ONLY table only takes INSERT and COPY.".into());
@@ -119,7 +120,7 @@ impl Binder<'_> {
                     .position(|&i| table.columns[i].name == cname)
                     .ok_or_else(|| {
                         SqlError::new(
-                            "42703",
+                            ErrorKind::UndefinedColumn,
                             format!(
                                 "column \"{cname}\" of relation \"{}\" does not exist",
                                 table.name
@@ -128,7 +129,7 @@ impl Binder<'_> {
                     })?;
                 if t.contains(&pos) {
                     return Err(SqlError::new(
-                        "42701",
+                        ErrorKind::DuplicateColumn,
                         format!("column \"{cname}\" specified more than once"),
                     ));
                 }
@@ -300,7 +301,7 @@ impl Binder<'_> {
                 .position(|c| !c.hidden && c.name == cname)
                 .ok_or_else(|| {
                     SqlError::new(
-                        "42703",
+                        ErrorKind::UndefinedColumn,
                         format!(
                             "column \"{cname}\" of relation \"{}\" does not exist",
                             table.name

@@ -1,5 +1,6 @@
 //! Binding scalar expressions.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{
     self, BinaryOperator, CeilFloorKind, DateTimeField, TrimWhereField, UnaryOperator, Value,
 };
@@ -127,7 +128,7 @@ impl Binder<'_> {
             ExprCtx::Agg(state) => match state.group_keys.iter().position(|k| *k == input) {
                 Some(i) => Ok(Expr::input_ref(i, ty)),
                 None => Err(SqlError::new(
-                    "42803",
+                    ErrorKind::GroupingError,
                     format!(
                         "column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function",
                         scope.display_name(idx)
@@ -190,9 +191,12 @@ impl Binder<'_> {
                 UnaryOperator::Plus => {
                     let arg = self.bind_expr(scope, expr)?;
                     match arg.hint() {
-                        Some(t) if !t.is_numeric() && t != DataType::Interval => Err(
-                            SqlError::new("42883", format!("operator does not exist: + {t}")),
-                        ),
+                        Some(t) if !t.is_numeric() && t != DataType::Interval => {
+                            Err(SqlError::new(
+                                ErrorKind::UndefinedFunction,
+                                format!("operator does not exist: + {t}"),
+                            ))
+                        }
                         _ => Ok(arg),
                     }
                 }
@@ -551,19 +555,24 @@ impl Binder<'_> {
             .strip_prefix('$')
             .and_then(|s| s.parse::<usize>().ok())
             .filter(|n| *n >= 1)
-            .ok_or_else(|| SqlError::new("42P02", format!("there is no parameter {p}")))?;
+            .ok_or_else(|| {
+                SqlError::new(
+                    ErrorKind::UndefinedParameter,
+                    format!("there is no parameter {p}"),
+                )
+            })?;
         let i = n - 1;
         if self.param_types.len() < n {
             self.param_types.resize(n, None);
         }
         let value: Option<Datum> = match &self.params.values {
             None => None,
-            Some(values) => Some(
-                values
-                    .get(i)
-                    .cloned()
-                    .ok_or_else(|| SqlError::new("42P02", format!("there is no parameter {p}")))?,
-            ),
+            Some(values) => Some(values.get(i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    ErrorKind::UndefinedParameter,
+                    format!("there is no parameter {p}"),
+                )
+            })?),
         };
         if let Some(ty) = self.params.types.get(i).copied().flatten() {
             self.param_types[i] = Some(ty);
@@ -653,7 +662,7 @@ pub(super) fn check_bool(e: Expr, what: &str) -> SqlResult<Expr> {
         Ok(e)
     } else {
         Err(SqlError::new(
-            "42804",
+            ErrorKind::DatatypeMismatch,
             format!("argument of {what} must be type boolean, not type {t}"),
         ))
     }
@@ -667,7 +676,7 @@ pub(super) fn coerce(e: Expr, ty: DataType, what: &str) -> SqlResult<Expr> {
     }
     build_cast(e, ty, false).map_err(|_| {
         SqlError::new(
-            "42804",
+            ErrorKind::DatatypeMismatch,
             format!("{what} types {from} and {ty} cannot be matched"),
         )
     })

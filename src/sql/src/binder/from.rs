@@ -1,5 +1,6 @@
 //! Binding FROM: relations, subqueries, CTE references and joins.
 
+use ebbflow_common::ErrorKind;
 use std::sync::Arc;
 
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, ObjectNamePart, TableFactor};
@@ -242,7 +243,10 @@ impl Binder<'_> {
                     Some(s) => format!("{s}.{rel}"),
                     None => rel.clone(),
                 };
-                SqlError::new("42P01", format!("relation \"{shown}\" does not exist"))
+                SqlError::new(
+                    ErrorKind::UndefinedTable,
+                    format!("relation \"{shown}\" does not exist"),
+                )
             })
     }
 
@@ -509,7 +513,7 @@ impl Binder<'_> {
         for name in &using {
             let li = lscope.resolve(None, name).map_err(|_| {
                 SqlError::new(
-                    "42703",
+                    ErrorKind::UndefinedColumn,
                     format!(
                         "column \"{name}\" specified in USING clause does not exist in left table"
                     ),
@@ -517,7 +521,7 @@ impl Binder<'_> {
             })?;
             let ri = rscope.resolve(None, name).map_err(|_| {
                 SqlError::new(
-                    "42703",
+                    ErrorKind::UndefinedColumn,
                     format!(
                         "column \"{name}\" specified in USING clause does not exist in right table"
                     ),
@@ -599,7 +603,7 @@ fn apply_alias(scope: &mut Scope, alias: &ast::TableAlias) -> SqlResult<()> {
     scope.requalify(&name);
     if alias.columns.len() > scope.star.len() {
         return Err(SqlError::new(
-            "42P10",
+            ErrorKind::InvalidColumnReference,
             format!(
                 "table \"{name}\" has {} columns available but {} columns specified",
                 scope.star.len(),

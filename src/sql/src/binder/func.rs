@@ -2,6 +2,7 @@
 //! and aggregate calls; the AST walks that look for aggregates and name
 //! output columns.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{
     self, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart,
     TrimWhereField, Value,
@@ -155,7 +156,7 @@ impl Binder<'_> {
                 None => t,
                 Some(prev) => common_type(prev, t).map_err(|_| {
                     SqlError::new(
-                        "42804",
+                        ErrorKind::DatatypeMismatch,
                         format!("CASE types {prev} and {t} cannot be matched"),
                     )
                 })?,
@@ -279,7 +280,7 @@ impl Binder<'_> {
         }
         if f.filter.is_some() {
             return Err(SqlError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("FILTER specified, but {name} is not an aggregate function"),
             ));
         }
@@ -293,7 +294,7 @@ impl Binder<'_> {
         }
         if distinct {
             return Err(SqlError::new(
-                "42809",
+                ErrorKind::WrongObjectType,
                 format!("DISTINCT specified, but {name} is not an aggregate function"),
             ));
         }
@@ -322,7 +323,7 @@ impl Binder<'_> {
                     .map(|b| b.hint().map(|t| t.pg_name()).unwrap_or("unknown"))
                     .collect();
                 Err(SqlError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!("function {name}({}) does not exist", types.join(", ")),
                 ))
             }
@@ -331,7 +332,7 @@ impl Binder<'_> {
 
     fn bind_aggregate(&mut self, scope: &Scope, call: AggCallAst<'_>) -> SqlResult<BExpr> {
         if let ExprCtx::Plain { agg_error } = &self.ctx {
-            return Err(SqlError::new("42803", *agg_error));
+            return Err(SqlError::new(ErrorKind::GroupingError, *agg_error));
         }
         // No window calls inside an aggregate's argument or FILTER.
         let windows = self.windows.take();
@@ -355,7 +356,7 @@ impl Binder<'_> {
             args
         else {
             return Err(SqlError::new(
-                "42883",
+                ErrorKind::UndefinedFunction,
                 format!(
                     "function string_agg with {} arguments does not exist",
                     args.len()
@@ -367,7 +368,7 @@ impl Binder<'_> {
             let e = self.resolve(b, DataType::Varchar)?;
             if e.return_type() != DataType::Varchar {
                 return Err(SqlError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!(
                         "function string_agg({}, text) does not exist",
                         e.return_type().pg_name()
@@ -417,7 +418,7 @@ impl Binder<'_> {
             let k = self.resolve(b, DataType::Varchar)?;
             if distinct && !args.contains(&&k) {
                 return Err(SqlError::new(
-                    "42P10",
+                    ErrorKind::InvalidColumnReference,
                     "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
                 ));
             }
@@ -440,7 +441,7 @@ impl Binder<'_> {
     ) -> SqlResult<(Expr, DataType)> {
         let [FunctionArg::Unnamed(FunctionArgExpr::Expr(v))] = args else {
             return Err(SqlError::new(
-                "42883",
+                ErrorKind::UndefinedFunction,
                 format!(
                     "function array_agg with {} arguments does not exist",
                     args.len()
@@ -510,7 +511,7 @@ impl Binder<'_> {
             [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => Some(e),
             _ => {
                 return Err(SqlError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!(
                         "function {name} with {} arguments does not exist",
                         args.len()
@@ -556,7 +557,7 @@ impl Binder<'_> {
         };
         let ExprCtx::Agg(state) = &mut self.ctx else {
             return Err(SqlError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 "aggregate outside of an aggregation",
             ));
         };

@@ -1,6 +1,7 @@
 //! Session and cluster statements: SET/SHOW, DESCRIBE, SHOW TABLES, and
 //! ebbflow's own statements.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, Set, Value};
 
 use super::ddl::wrong_kind;
@@ -153,7 +154,7 @@ impl Binder<'_> {
         let stmts = crate::parse(&sql)?;
         match stmts.as_slice() {
             [Statement::Sql(s)] => self.bind_sql_statement(s),
-            _ => Err(SqlError::new("XX000", "bad SHOW query")),
+            _ => Err(SqlError::new(ErrorKind::InternalError, "bad SHOW query")),
         }
     }
 
@@ -163,9 +164,12 @@ impl Binder<'_> {
             Some((s, r)) => (Some(s), r),
             None => (None, name),
         };
-        self.catalog
-            .relation(schema, rel)
-            .ok_or_else(|| SqlError::new("42P01", format!("relation \"{name}\" does not exist")))
+        self.catalog.relation(schema, rel).ok_or_else(|| {
+            SqlError::new(
+                ErrorKind::UndefinedTable,
+                format!("relation \"{name}\" does not exist"),
+            )
+        })
     }
 
     pub(super) fn bind_ebbflow_statement(&mut self, stmt: &Statement) -> SqlResult<BoundStatement> {
@@ -260,7 +264,7 @@ impl Binder<'_> {
                     None if *if_exists => {}
                     None => {
                         return Err(SqlError::new(
-                            "42P01",
+                            ErrorKind::UndefinedTable,
                             format!("source \"{name}\" does not exist"),
                         ))
                     }
@@ -313,7 +317,7 @@ impl Binder<'_> {
                     let rel = self.named_relation(n)?;
                     if rel.kind == RelationKind::System {
                         return Err(SqlError::new(
-                            "42809",
+                            ErrorKind::WrongObjectType,
                             format!("\"{n}\" is a system catalog and has no fragments"),
                         ));
                     }

@@ -8,6 +8,7 @@
 //! expressions in a Project, adds one [`LogicalPlan::OverWindow`] per
 //! distinct window, and points the placeholders at their columns.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
 
 use super::expr::BExpr;
@@ -42,7 +43,10 @@ pub(super) struct BoundWindow {
 }
 
 fn not_allowed() -> SqlError {
-    SqlError::new("42P20", "window functions are not allowed here")
+    SqlError::new(
+        ErrorKind::WindowingError,
+        "window functions are not allowed here",
+    )
 }
 
 fn unsupported_frame(what: &str) -> SqlError {
@@ -53,7 +57,10 @@ fn constant_offset(e: &ast::Expr, what: &str) -> SqlResult<u64> {
     match e {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => n.parse::<u64>().map_err(|_| {
-                SqlError::new("22013", format!("{what} must be a non-negative integer"))
+                SqlError::new(
+                    ErrorKind::InvalidPrecedingOrFollowingSize,
+                    format!("{what} must be a non-negative integer"),
+                )
             }),
             _ => Err(SqlError::unsupported(format!(
                 "{what} that is not an integer constant"
@@ -76,7 +83,7 @@ impl Binder<'_> {
         if self.windows.is_none() {
             if self.in_aggregate > 0 {
                 return Err(SqlError::new(
-                    "42803",
+                    ErrorKind::GroupingError,
                     "aggregate function calls cannot contain window function calls",
                 ));
             }
@@ -125,7 +132,7 @@ impl Binder<'_> {
             }
             (None, None) => {
                 return Err(SqlError::new(
-                    "42809",
+                    ErrorKind::WrongObjectType,
                     format!(
                     "OVER specified, but {name} is not a window function nor an aggregate function"
                 ),
@@ -175,7 +182,7 @@ impl Binder<'_> {
             .any(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Wildcard)));
         let arity_err = || {
             SqlError::new(
-                "42883",
+                ErrorKind::UndefinedFunction,
                 format!(
                     "function {name} with {} arguments does not exist",
                     args.len()
@@ -437,7 +444,7 @@ fn frame(f: &ast::WindowFrame) -> SqlResult<Frame> {
                 ast::Expr::Value(v) => match &v.value {
                     ast::Value::Number(n, _) => n.parse::<u64>().map_err(|_| {
                         SqlError::new(
-                            "22013",
+                            ErrorKind::InvalidPrecedingOrFollowingSize,
                             "frame starting or ending offset must not be negative",
                         )
                     }),
@@ -461,13 +468,13 @@ fn frame(f: &ast::WindowFrame) -> SqlResult<Frame> {
     };
     if start == FrameBound::UnboundedFollowing {
         return Err(SqlError::new(
-            "42P20",
+            ErrorKind::WindowingError,
             "frame start cannot be UNBOUNDED FOLLOWING",
         ));
     }
     if end == FrameBound::UnboundedPreceding {
         return Err(SqlError::new(
-            "42P20",
+            ErrorKind::WindowingError,
             "frame end cannot be UNBOUNDED PRECEDING",
         ));
     }
@@ -488,7 +495,7 @@ fn frame(f: &ast::WindowFrame) -> SqlResult<Frame> {
             }
             _ => "frame start cannot be after its end",
         };
-        return Err(SqlError::new("42P20", msg));
+        return Err(SqlError::new(ErrorKind::WindowingError, msg));
     }
     Ok(Frame { rows, start, end })
 }

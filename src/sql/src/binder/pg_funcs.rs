@@ -7,6 +7,7 @@
 //! is when the statement is bound, so the executors need no catalog
 //! access and the catalog is never copied.
 
+use ebbflow_common::ErrorKind;
 use std::sync::Arc;
 
 use sqlparser::ast;
@@ -203,7 +204,7 @@ impl Binder<'_> {
             t if t.is_integer() => Ok(e),
             DataType::Varchar => Ok(build_cast(e, DataType::Int64, true)?),
             t => Err(SqlError::new(
-                "42846",
+                ErrorKind::CannotCoerce,
                 format!("cannot cast type {t} to oid"),
             )),
         }
@@ -249,7 +250,7 @@ impl Binder<'_> {
                 match found {
                     Some(r) => Ok(int(relation_oid(&r))),
                     None => Err(SqlError::new(
-                        "42P01",
+                        ErrorKind::UndefinedTable,
                         format!("relation \"{name}\" does not exist"),
                     )),
                 }
@@ -257,7 +258,7 @@ impl Binder<'_> {
             ("regtype", BExpr::Unknown(Unknown::Str(name))) => match type_by_name(&name) {
                 Some((oid, _)) => Ok(int(oid.into())),
                 None => Err(SqlError::new(
-                    "42704",
+                    ErrorKind::UndefinedObject,
                     format!("type \"{name}\" does not exist"),
                 )),
             },
@@ -299,7 +300,7 @@ impl Binder<'_> {
                 Ok(())
             } else {
                 Err(SqlError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!("function {name} with {n} arguments does not exist"),
                 ))
             }
@@ -354,7 +355,7 @@ impl Binder<'_> {
             "array_upper" | "array_length" => {
                 arity(n == 2)?;
                 let (Some(dim), Some(array)) = (args.pop(), args.pop()) else {
-                    return Err(SqlError::new("XX000", "missing arguments"));
+                    return Err(SqlError::new(ErrorKind::InternalError, "missing arguments"));
                 };
                 let constant = |e: Expr| match e {
                     Expr::Literal { value, .. } => Ok(value),
@@ -367,7 +368,10 @@ impl Binder<'_> {
                 let elements = match &array {
                     Some(ScalarValue::Varchar(s)) => super::array_expr::const_array_elements(s)
                         .ok_or_else(|| {
-                            SqlError::new("22P02", format!("malformed array literal: \"{s}\""))
+                            SqlError::new(
+                                ErrorKind::InvalidTextRepresentation,
+                                format!("malformed array literal: \"{s}\""),
+                            )
                         })?,
                     _ => Vec::new(),
                 };
@@ -384,7 +388,7 @@ impl Binder<'_> {
             | "current_date" => {
                 if self.streaming {
                     return Err(SqlError::new(
-                        "0A000",
+                        ErrorKind::FeatureNotSupported,
                         format!(
                             "{name}() is not supported in a materialized view: \
                              its value would differ between the initial snapshot and later changes"

@@ -1,6 +1,7 @@
 //! Binding a whole query: WITH, set operations, VALUES, ORDER BY and
 //! LIMIT/OFFSET.
 
+use ebbflow_common::ErrorKind;
 use std::collections::HashMap;
 
 use sqlparser::ast::{self, LimitClause, OrderByKind, SetExpr, SetOperator, SetQuantifier};
@@ -63,7 +64,7 @@ impl Binder<'_> {
                 let mut bq = self.bind_query(&cte.query)?;
                 if cte.alias.columns.len() > bq.names.len() {
                     return Err(SqlError::new(
-                        "42P10",
+                        ErrorKind::InvalidColumnReference,
                         format!(
                             "WITH query \"{name}\" has {} columns available but {} columns specified",
                             bq.names.len(),
@@ -77,10 +78,10 @@ impl Binder<'_> {
                 let frame = self
                     .ctes
                     .last_mut()
-                    .ok_or_else(|| SqlError::new("XX000", "no CTE frame"))?;
+                    .ok_or_else(|| SqlError::new(ErrorKind::InternalError, "no CTE frame"))?;
                 if frame.insert(name.clone(), bq).is_some() {
                     return Err(SqlError::new(
-                        "42712",
+                        ErrorKind::DuplicateAlias,
                         format!("WITH query name \"{name}\" specified more than once"),
                     ));
                 }
@@ -201,7 +202,7 @@ impl Binder<'_> {
                         (false, true) => lt[i],
                         (false, false) => common_type(lt[i], rt[i]).map_err(|_| {
                             SqlError::new(
-                                "42804",
+                                ErrorKind::DatatypeMismatch,
                                 format!("UNION types {} and {} cannot be matched", lt[i], rt[i]),
                             )
                         })?,
@@ -266,7 +267,7 @@ impl Binder<'_> {
                         None => t,
                         Some(prev) => common_type(prev, t).map_err(|_| {
                             SqlError::new(
-                                "42804",
+                                ErrorKind::DatatypeMismatch,
                                 format!("VALUES types {prev} and {t} cannot be matched"),
                             )
                         })?,
@@ -345,7 +346,7 @@ impl Binder<'_> {
             }
         }
         let mut limit = match limit_e {
-            Some(e) => self.const_count(e, "LIMIT", "2201W")?,
+            Some(e) => self.const_count(e, "LIMIT", ErrorKind::InvalidRowCountInLimitClause)?,
             None => None,
         };
         if let Some(f) = &q.fetch {
@@ -353,12 +354,16 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("FETCH ... WITH TIES/PERCENT"));
             }
             limit = match &f.quantity {
-                Some(e) => self.const_count(e, "FETCH FIRST", "2201W")?,
+                Some(e) => {
+                    self.const_count(e, "FETCH FIRST", ErrorKind::InvalidRowCountInLimitClause)?
+                }
                 None => Some(1),
             };
         }
         let offset = match offset_e {
-            Some(e) => self.const_count(e, "OFFSET", "2201X")?.unwrap_or(0),
+            Some(e) => self
+                .const_count(e, "OFFSET", ErrorKind::InvalidRowCountInResultOffsetClause)?
+                .unwrap_or(0),
             None => 0,
         };
         Ok((limit, offset))
@@ -369,7 +374,7 @@ impl Binder<'_> {
         &mut self,
         e: &ast::Expr,
         what: &str,
-        code: &'static str,
+        kind: ErrorKind,
     ) -> SqlResult<Option<u64>> {
         let b = self.bind_expr(&Scope::default(), e)?;
         let bound = self.resolve(b, DataType::Int64)?;
@@ -379,7 +384,7 @@ impl Binder<'_> {
         } else {
             build_cast(bound, DataType::Int64, false).map_err(|_| {
                 SqlError::new(
-                    "42804",
+                    ErrorKind::DatatypeMismatch,
                     format!("argument of {what} must be type bigint, not type {ty}"),
                 )
             })?
@@ -388,7 +393,7 @@ impl Binder<'_> {
             Expr::Literal { value: None, .. } => Ok(None),
             Expr::Literal { value: Some(v), .. } => match v.as_i64() {
                 Some(n) if n >= 0 => Ok(Some(n as u64)),
-                Some(_) => Err(SqlError::new(code, format!("{what} must not be negative"))),
+                Some(_) => Err(SqlError::new(kind, format!("{what} must not be negative"))),
                 None => Err(SqlError::unsupported(format!("non-integer {what}"))),
             },
             _ => Err(SqlError::unsupported(format!("non-constant {what}"))),

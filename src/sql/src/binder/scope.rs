@@ -2,6 +2,7 @@
 
 use crate::{SqlError, SqlResult};
 use ebbflow_common::DataType;
+use ebbflow_common::ErrorKind;
 
 /// One column of the row a clause is bound over.
 #[derive(Clone, Debug)]
@@ -66,7 +67,7 @@ impl Scope {
         for t in &other.tables {
             if self.tables.contains(t) {
                 return Err(SqlError::new(
-                    "42712",
+                    ErrorKind::DuplicateAlias,
                     format!("table name \"{t}\" specified more than once"),
                 ));
             }
@@ -106,7 +107,7 @@ impl Scope {
                         None => name.to_string(),
                     };
                     return Err(SqlError::new(
-                        "42702",
+                        ErrorKind::AmbiguousColumn,
                         format!("column reference \"{shown}\" is ambiguous"),
                     ));
                 }
@@ -116,18 +117,18 @@ impl Scope {
         match (found, qualifier) {
             (Some(i), _) => Ok(i),
             (None, None) => Err(SqlError::new(
-                "42703",
+                ErrorKind::UndefinedColumn,
                 format!("column \"{name}\" does not exist"),
             )),
             (None, Some(q)) => {
                 if self.tables.iter().any(|t| t == q) {
                     Err(SqlError::new(
-                        "42703",
+                        ErrorKind::UndefinedColumn,
                         format!("column {q}.{name} does not exist"),
                     ))
                 } else {
                     Err(SqlError::new(
-                        "42P01",
+                        ErrorKind::UndefinedTable,
                         format!("missing FROM-clause entry for table \"{q}\""),
                     ))
                 }
@@ -156,14 +157,14 @@ impl Scope {
         }
         if self.has_field_columns(column) {
             return Err(SqlError::new(
-                "42703",
+                ErrorKind::UndefinedColumn,
                 format!("could not identify column \"{field}\" in record data type"),
             ));
         }
         // Not a record: a plain column gets PostgreSQL's message for it.
         let i = self.resolve(qualifier, column)?;
         Err(SqlError::new(
-            "42809",
+            ErrorKind::WrongObjectType,
             format!(
                 "column notation .{field} applied to type {}, which is not a composite type",
                 self.columns[i].ty.pg_name()
@@ -181,7 +182,7 @@ impl Scope {
     pub fn table_star(&self, q: &str) -> SqlResult<Vec<usize>> {
         if !self.tables.iter().any(|t| t == q) {
             return Err(SqlError::new(
-                "42P01",
+                ErrorKind::UndefinedTable,
                 format!("missing FROM-clause entry for table \"{q}\""),
             ));
         }

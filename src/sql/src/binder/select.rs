@@ -1,6 +1,7 @@
 //! Binding one `SELECT` block: FROM/WHERE, grouping and aggregates, the
 //! select list, HAVING, DISTINCT and the ORDER BY keys.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, Distinct, GroupByExpr, OrderByExpr, SelectItem, Value};
 
 use super::expr::BExpr;
@@ -123,7 +124,7 @@ pub(super) fn output_ref(e: &ast::Expr, names: &[String]) -> SqlResult<Option<us
                 match n.parse::<usize>() {
                     Ok(p) if p >= 1 && p <= names.len() => Ok(Some(p - 1)),
                     _ => Err(SqlError::new(
-                        "42P10",
+                        ErrorKind::InvalidColumnReference,
                         format!("ORDER BY position {n} is not in select list"),
                     )),
                 }
@@ -136,7 +137,7 @@ pub(super) fn output_ref(e: &ast::Expr, names: &[String]) -> SqlResult<Option<us
             match (found.next(), found.next()) {
                 (Some((i, _)), None) => Ok(Some(i)),
                 (Some(_), Some(_)) => Err(SqlError::new(
-                    "42702",
+                    ErrorKind::AmbiguousColumn,
                     format!("ORDER BY \"{name}\" is ambiguous"),
                 )),
                 _ => Ok(None),
@@ -396,7 +397,7 @@ impl Binder<'_> {
                         i
                     } else if distinct {
                         return Err(SqlError::new(
-                            "42P10",
+                            ErrorKind::InvalidColumnReference,
                             "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
                         ));
                     } else if let Some(i) = exprs.iter().position(|x| *x == e) {
@@ -442,7 +443,7 @@ impl Binder<'_> {
                 .any(|o| !on_keys.contains(&o.index))
         {
             return Err(SqlError::new(
-                "42P10",
+                ErrorKind::InvalidColumnReference,
                 "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
             ));
         }
@@ -599,7 +600,7 @@ impl Binder<'_> {
                         let pos = n.parse::<usize>().ok().filter(|p| *p >= 1);
                         let item = pos.and_then(|p| projection.get(p - 1)).ok_or_else(|| {
                             SqlError::new(
-                                "42P10",
+                                ErrorKind::InvalidColumnReference,
                                 format!("GROUP BY position {n} is not in select list"),
                             )
                         })?;
@@ -614,7 +615,7 @@ impl Binder<'_> {
                 let name = ident_value(&i.value, i.quote_style);
                 match scope.resolve(None, &name) {
                     Ok(idx) => Ok(Expr::input_ref(idx, scope.columns[idx].ty)),
-                    Err(e) if e.code == "42703" => {
+                    Err(e) if e.kind == ErrorKind::UndefinedColumn => {
                         let aliased = projection.iter().find_map(|item| match item {
                             SelectItem::ExprWithAlias { expr, alias }
                                 if ident_value(&alias.value, alias.quote_style) == name =>

@@ -23,6 +23,7 @@
 //!
 //! Elsewhere (under OR, in a select list) these forms are refused (0A000).
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, BinaryOperator, GroupByExpr, SelectItem, SetExpr, UnaryOperator};
 
 use super::expr::BExpr;
@@ -150,10 +151,16 @@ impl Binder<'_> {
         // `v`, and, for a NULL `x`, none at all: three anti joins, whose
         // one-sided terms filter rows before they are stored or compared.
         let Expr::Func { args, .. } = &eq else {
-            return Err(SqlError::new("XX000", "IN comparison is not a call"));
+            return Err(SqlError::new(
+                ErrorKind::InternalError,
+                "IN comparison is not a call",
+            ));
         };
         let [xc, vc] = args.as_slice() else {
-            return Err(SqlError::new("XX000", "IN comparison is not binary"));
+            return Err(SqlError::new(
+                ErrorKind::InternalError,
+                "IN comparison is not binary",
+            ));
         };
         let null_v = build_func(Func::IsNull, vec![vc.clone()])?;
         let null_x = build_func(Func::IsNull, vec![xc.clone()])?;
@@ -184,17 +191,18 @@ impl Binder<'_> {
                     if bq.names.len() != 1 {
                         return Err(too_many_columns(bq.names.len()));
                     }
-                    let ty = bq
-                        .plan
-                        .types()
-                        .first()
-                        .copied()
-                        .ok_or_else(|| SqlError::new("XX000", "subquery without columns"))?;
+                    let ty = bq.plan.types().first().copied().ok_or_else(|| {
+                        SqlError::new(ErrorKind::InternalError, "subquery without columns")
+                    })?;
                     value = Some(Expr::input_ref(nleft, ty));
                 }
                 return Ok((bq.plan, Vec::new(), value));
             }
-            Err(e) if matches!(e.code, "42703" | "42P01") => {}
+            Err(e)
+                if matches!(
+                    e.kind,
+                    ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
+                ) => {}
             Err(e) => return Err(e),
         }
         let shape = || SqlError::unsupported(format!("correlated subquery \"{q}\""));
@@ -236,7 +244,12 @@ impl Binder<'_> {
         for c in parts {
             match self.bind_bool(&inner, c, "WHERE") {
                 Ok(t) => inner_terms.push(t),
-                Err(e) if matches!(e.code, "42703" | "42P01") => {
+                Err(e)
+                    if matches!(
+                        e.kind,
+                        ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
+                    ) =>
+                {
                     match self.correlated_comparison(outer, &inner, c)? {
                         Some(t) => correlated.push(t),
                         None => return Err(self.unbound(outer, &inner, c, e, shape())),
@@ -249,7 +262,12 @@ impl Binder<'_> {
             None => None,
             Some(x) => match self.bind_typed(&inner, x) {
                 Ok(v) => Some(v),
-                Err(e) if matches!(e.code, "42703" | "42P01") => {
+                Err(e)
+                    if matches!(
+                        e.kind,
+                        ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
+                    ) =>
+                {
                     return Err(self.unbound(outer, &inner, x, e, shape()))
                 }
                 Err(e) => return Err(e),
@@ -294,7 +312,14 @@ impl Binder<'_> {
     ) -> SqlError {
         match outer.clone().concat(inner.clone()) {
             Ok(both) => match self.bind_expr(&both, e) {
-                Err(x) if matches!(x.code, "42703" | "42P01") => x,
+                Err(x)
+                    if matches!(
+                        x.kind,
+                        ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
+                    ) =>
+                {
+                    x
+                }
                 _ => unsupported,
             },
             Err(_) => err,
@@ -335,7 +360,7 @@ impl Binder<'_> {
             };
             let t = common_type(it, ot).map_err(|_| {
                 SqlError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!(
                         "operator does not exist: {} {op} {}",
                         ot.pg_name(),

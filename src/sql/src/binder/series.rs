@@ -3,6 +3,7 @@
 //! number the elements of a constant array (pgJDBC's type cache numbers
 //! `current_schemas(false)`).
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{FunctionArg, FunctionArgExpr};
 
 use super::scope::Scope;
@@ -26,7 +27,7 @@ impl Binder<'_> {
     ) -> SqlResult<(LogicalPlan, Scope)> {
         if !(2..=3).contains(&args.len()) {
             return Err(SqlError::new(
-                "42883",
+                ErrorKind::UndefinedFunction,
                 format!(
                     "function generate_series with {} arguments does not exist",
                     args.len()
@@ -67,7 +68,10 @@ impl Binder<'_> {
         let mut rows = Vec::new();
         if let (Some(start), Some(stop), Some(step)) = (start, stop, step) {
             if step == 0 {
-                return Err(SqlError::new("22023", "step size cannot equal zero"));
+                return Err(SqlError::new(
+                    ErrorKind::InvalidParameterValue,
+                    "step size cannot equal zero",
+                ));
             }
             let count = if (step > 0 && start > stop) || (step < 0 && start < stop) {
                 0
@@ -76,7 +80,7 @@ impl Binder<'_> {
             };
             if count > i128::from(MAX_ROWS) {
                 return Err(SqlError::new(
-                    "54000",
+                    ErrorKind::ProgramLimitExceeded,
                     format!("generate_series of more than {MAX_ROWS} rows"),
                 ));
             }
@@ -84,10 +88,9 @@ impl Binder<'_> {
             for _ in 0..count {
                 let value = match ty {
                     DataType::Int64 => ScalarValue::Int64(v),
-                    _ => ScalarValue::Int32(
-                        i32::try_from(v)
-                            .map_err(|_| SqlError::new("22003", "integer out of range"))?,
-                    ),
+                    _ => ScalarValue::Int32(i32::try_from(v).map_err(|_| {
+                        SqlError::new(ErrorKind::NumericValueOutOfRange, "integer out of range")
+                    })?),
                 };
                 rows.push(vec![Expr::literal(Some(value), ty)]);
                 v = v.saturating_add(step);

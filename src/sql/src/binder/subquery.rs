@@ -29,6 +29,7 @@
 //! materialized view, any but an uncorrelated aggregate without GROUP BY
 //! or HAVING (always one row: the view joins it without a key).
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, BinaryOperator, GroupByExpr, SelectItem, SetExpr};
 
 use super::expr::BExpr;
@@ -123,7 +124,10 @@ impl Applies {
 fn single_value(plan: LogicalPlan) -> SqlResult<LogicalPlan> {
     let fields = plan.fields();
     let Some((value, keys)) = fields.split_last() else {
-        return Err(SqlError::new("XX000", "subquery without columns"));
+        return Err(SqlError::new(
+            ErrorKind::InternalError,
+            "subquery without columns",
+        ));
     };
     let k = keys.len();
     let vt = value.data_type;
@@ -226,7 +230,12 @@ impl Binder<'_> {
             .types()
             .get(outer_keys.len() + 1)
             .copied()
-            .ok_or_else(|| SqlError::new("XX000", "subquery plan without a value column"))?;
+            .ok_or_else(|| {
+                SqlError::new(
+                    ErrorKind::InternalError,
+                    "subquery plan without a value column",
+                )
+            })?;
         applies.joins.push(Apply { plan, outer_keys });
         self.applies = Some(applies);
         let value = build_func(
@@ -254,7 +263,11 @@ impl Binder<'_> {
                 }
                 return Ok((single_value(bq.plan)?, Vec::new()));
             }
-            Err(e) if matches!(e.code, "42703" | "42P01") => {}
+            Err(e)
+                if matches!(
+                    e.kind,
+                    ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
+                ) => {}
             Err(e) => return Err(e),
         }
         let shape = || SqlError::unsupported(format!("subquery \"{q}\""));
@@ -290,7 +303,12 @@ impl Binder<'_> {
         for c in parts {
             match self.bind_bool(&inner, c, "WHERE") {
                 Ok(t) => terms.push(t),
-                Err(e) if matches!(e.code, "42703" | "42P01") => {
+                Err(e)
+                    if matches!(
+                        e.kind,
+                        ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
+                    ) =>
+                {
                     match self.correlation(outer, &inner, c)? {
                         Some(pair) => keys.push(pair),
                         None => return Err(e),
@@ -347,7 +365,7 @@ impl Binder<'_> {
             };
             let t = common_type(it, ot).map_err(|_| {
                 SqlError::new(
-                    "42883",
+                    ErrorKind::UndefinedFunction,
                     format!(
                         "operator does not exist: {} = {}",
                         it.pg_name(),

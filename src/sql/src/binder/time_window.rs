@@ -7,6 +7,7 @@
 //! row in `size / slide` windows: a [`LogicalPlan::HopWindow`]. The sizes
 //! are constant intervals without months, checked here (`22023`).
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, ObjectNamePart};
 
 use super::scope::{Scope, ScopeColumn};
@@ -61,7 +62,7 @@ impl Binder<'_> {
         let n = kind.intervals().len();
         if args.len() != n + 1 && args.len() != n + 2 {
             return Err(SqlError::new(
-                "42883",
+                ErrorKind::UndefinedFunction,
                 format!(
                     "function {} with {} arguments does not exist (it takes a relation, a time column and {} or {} intervals)",
                     kind.name(),
@@ -94,7 +95,7 @@ impl Binder<'_> {
             ),
             other => {
                 return Err(SqlError::new(
-                    "42601",
+                    ErrorKind::SyntaxError,
                     format!(
                         "the first argument of {} must name a table, source or view, not {other}",
                         kind.name()
@@ -110,7 +111,7 @@ impl Binder<'_> {
             None => self.resolve(time, DataType::Timestamp)?,
             Some(t) => {
                 return Err(SqlError::new(
-                    "42804",
+                    ErrorKind::DatatypeMismatch,
                     format!(
                         "the time column of {} must be a timestamp or a date, not {}",
                         kind.name(),
@@ -181,9 +182,12 @@ impl Binder<'_> {
         }
         match e.eval(&Vec::new())? {
             Some(ScalarValue::Interval(i)) => Ok(i),
-            None => Err(SqlError::new("22023", format!("{what} must not be NULL"))),
+            None => Err(SqlError::new(
+                ErrorKind::InvalidParameterValue,
+                format!("{what} must not be NULL"),
+            )),
             Some(other) => Err(SqlError::new(
-                "XX000",
+                ErrorKind::InternalError,
                 format!("{what} of type {}", other.data_type()),
             )),
         }

@@ -1,5 +1,6 @@
 //! SQL type names and literal values.
 
+use ebbflow_common::ErrorKind;
 use rust_decimal::Decimal;
 use sqlparser::ast::{self, ExactNumberInfo, TimezoneInfo};
 
@@ -109,7 +110,7 @@ pub fn number_literal(text: &str) -> SqlResult<Expr> {
             DataType::Decimal,
         )),
         None => Err(SqlError::new(
-            "22003",
+            ErrorKind::NumericValueOutOfRange,
             format!("numeric literal {text} is out of range"),
         )),
     }
@@ -118,6 +119,6 @@ pub fn number_literal(text: &str) -> SqlResult<Expr> {
 /// Parse the text of an unknown-typed literal as `ty` (PostgreSQL's input
 /// function for the type).
 pub fn text_literal(text: &str, ty: DataType) -> SqlResult<Expr> {
-    let v = parse_datum(ty, text).map_err(|e| SqlError::new(e.code, e.message))?;
+    let v = parse_datum(ty, text).map_err(|e| SqlError::new(e.kind, e.message))?;
     Ok(Expr::literal(Some(v), ty))
 }

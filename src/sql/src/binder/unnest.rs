@@ -9,6 +9,7 @@
 //! expansion is a stateless operator (`stream::executor::unnest`) that adds
 //! the element's position to the stream key.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};
 
 use super::func::function_name;
@@ -65,7 +66,7 @@ pub(super) fn is_unnest(schema: Option<&str>, name: &str) -> bool {
 
 fn not_an_array(ty: DataType) -> SqlError {
     SqlError::new(
-        "42883",
+        ErrorKind::UndefinedFunction,
         format!("function unnest({}) does not exist", ty.pg_name()),
     )
 }
@@ -150,7 +151,12 @@ impl Binder<'_> {
             .columns
             .iter()
             .rposition(|c| c.name == ELEMENT_COLUMN)
-            .ok_or_else(|| SqlError::new("XX000", "unnest without its element column"))?;
+            .ok_or_else(|| {
+                SqlError::new(
+                    ErrorKind::InternalError,
+                    "unnest without its element column",
+                )
+            })?;
         self.column_ref(scope, i)
     }
 }

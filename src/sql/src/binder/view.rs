@@ -3,6 +3,7 @@
 //! name and column names. A view in a materialized view's query is thus
 //! inlined: the MV reads the view's base relations.
 
+use ebbflow_common::ErrorKind;
 use std::sync::Arc;
 
 use sqlparser::ast;
@@ -82,7 +83,7 @@ impl Binder<'_> {
     ) -> SqlResult<(LogicalPlan, Scope)> {
         if self.view_depth >= MAX_VIEW_DEPTH {
             return Err(SqlError::new(
-                "54001",
+                ErrorKind::StatementTooComplex,
                 format!("views nested too deeply at \"{}\"", view.name),
             ));
         }
@@ -188,6 +189,9 @@ pub(super) fn create_sql(rel: &RelationDesc) -> String {
 
 impl SqlError {
     fn internal_view(view: &str, why: &str) -> SqlError {
-        SqlError::new("XX000", format!("cannot use view \"{view}\": {why}"))
+        SqlError::new(
+            ErrorKind::InternalError,
+            format!("cannot use view \"{view}\": {why}"),
+        )
     }
 }

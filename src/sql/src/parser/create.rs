@@ -10,6 +10,7 @@
 //! the statement's tokens rewritten (`SOURCE` → `TABLE`, `APPEND ONLY`,
 //! `ON CONFLICT …` and `WATERMARK FOR …` taken out).
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -199,7 +200,7 @@ pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
     if !source && append.is_none() {
         if watermark_start.is_some() {
             return Err(SqlError::new(
-                "0A000",
+                ErrorKind::FeatureNotSupported,
                 "WATERMARK is only supported on sources and APPEND ONLY tables",
             ));
         }
@@ -209,7 +210,7 @@ pub(super) fn parse_create(p: &mut Parser) -> SqlResult<Option<Statement>> {
     }
     if conflict.is_some() && (source || append.is_some()) {
         return Err(SqlError::new(
-            "0A000",
+            ErrorKind::FeatureNotSupported,
             "ON CONFLICT is only supported on a table with a primary key",
         ));
     }
@@ -306,7 +307,7 @@ mod tests {
             assert_eq!(w.column.value, "t");
         }
         let err = parse("CREATE TABLE s (a int, t timestamp, WATERMARK FOR t AS t)").unwrap_err();
-        assert_eq!(err.code, "0A000");
+        assert_eq!(err.kind, ErrorKind::FeatureNotSupported);
         let Statement::EmitOnWindowClose(stmt) =
             one("CREATE MATERIALIZED VIEW m AS SELECT 1 FROM t GROUP BY a EMIT ON WINDOW CLOSE")
         else {
@@ -374,14 +375,14 @@ mod tests {
         assert_eq!(
             parse("CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT DO UPDATE")
                 .unwrap_err()
-                .code,
-            "42601"
+                .kind,
+            ErrorKind::SyntaxError
         );
         assert_eq!(
             parse("CREATE TABLE t (a int) APPEND ONLY ON CONFLICT IGNORE")
                 .unwrap_err()
-                .code,
-            "0A000"
+                .kind,
+            ErrorKind::FeatureNotSupported
         );
         let v = parse("CREATE SOURCE s (a int); SELECT 1").unwrap();
         assert_eq!(v.len(), 2);
@@ -398,8 +399,8 @@ mod tests {
             Statement::AlterSourceParallelism { .. }
         ));
         assert_eq!(
-            parse("CREATE SOURCE s (a int) WITH (").unwrap_err().code,
-            "42601"
+            parse("CREATE SOURCE s (a int) WITH (").unwrap_err().kind,
+            ErrorKind::SyntaxError
         );
     }
 }

@@ -9,6 +9,7 @@
 //! branches has seen its distinguishing words it commits: later errors talk
 //! about our syntax instead of falling back to sqlparser's message.
 
+use ebbflow_common::ErrorKind;
 use sqlparser::ast::ObjectNamePart;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -423,17 +424,17 @@ fn parse_parallelism(p: &mut Parser, zero_is_adaptive: bool) -> SqlResult<Parall
         Token::Number(n, _) => match n.parse::<u32>() {
             Ok(0) if zero_is_adaptive => Ok(ParallelismSpec::Adaptive),
             Ok(0) => Err(SqlError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 "parallelism of a fragment must be at least 1 (or ADAPTIVE)",
             )),
             Ok(v) => Ok(ParallelismSpec::Fixed(v)),
             Err(_) => Err(SqlError::new(
-                "22023",
+                ErrorKind::InvalidParameterValue,
                 format!("invalid parallelism \"{n}\": expected a non-negative integer or ADAPTIVE"),
             )),
         },
         Token::Minus => Err(SqlError::new(
-            "22023",
+            ErrorKind::InvalidParameterValue,
             "parallelism must not be negative (use ADAPTIVE or a positive integer)",
         )),
         other => Err(SqlError::syntax(format!(
@@ -540,7 +541,7 @@ pub(super) mod tests {
         assert!(matches!(v[2], Statement::Flush));
         assert!(parse("").unwrap().is_empty());
         assert!(parse(" ; ").unwrap().is_empty());
-        assert_eq!(err("FLUSH now").code, "42601");
+        assert_eq!(err("FLUSH now").kind, ErrorKind::SyntaxError);
     }
 
     #[test]
@@ -576,10 +577,16 @@ pub(super) mod tests {
             }
         ));
         let e = err("ALTER TABLE t SET PARALLELISM = banana");
-        assert_eq!(e.code, "42601");
+        assert_eq!(e.kind, ErrorKind::SyntaxError);
         assert!(e.message.contains("PARALLELISM"), "{}", e.message);
-        assert_eq!(err("ALTER TABLE t SET PARALLELISM 3").code, "42601");
-        assert_eq!(err("ALTER FRAGMENT x SET PARALLELISM = 2").code, "42601");
+        assert_eq!(
+            err("ALTER TABLE t SET PARALLELISM 3").kind,
+            ErrorKind::SyntaxError
+        );
+        assert_eq!(
+            err("ALTER FRAGMENT x SET PARALLELISM = 2").kind,
+            ErrorKind::SyntaxError
+        );
         // Other ALTER TABLE forms still go to sqlparser.
         assert!(matches!(
             one("ALTER TABLE t ADD COLUMN x int"),
@@ -649,7 +656,7 @@ pub(super) mod tests {
             "ALTER SYSTEM SET x",
             "ALTER SYSTEM FROBNICATE",
         ] {
-            assert_eq!(err(bad).code, "42601", "{bad}");
+            assert_eq!(err(bad).kind, ErrorKind::SyntaxError, "{bad}");
         }
     }
 
@@ -709,7 +716,7 @@ pub(super) mod tests {
         ));
         assert!(matches!(sql("COMMIT"), S::Commit { .. }));
         assert!(matches!(sql("ROLLBACK"), S::Rollback { .. }));
-        assert_eq!(err("SELEC 1").code, "42601");
-        assert_eq!(err("SELECT 1 2").code, "42601");
+        assert_eq!(err("SELEC 1").kind, ErrorKind::SyntaxError);
+        assert_eq!(err("SELECT 1 2").kind, ErrorKind::SyntaxError);
     }
 }

@@ -1,21 +1,31 @@
 //! INSERT, UPDATE and DELETE.
 
 use super::*;
+use ebbflow_common::ErrorKind;
 
 #[test]
 fn dml_errors() {
-    err("INSERT INTO nope VALUES (1)", "42P01");
-    err("INSERT INTO mv VALUES (1, 2)", "42809");
-    err("INSERT INTO t (zz) VALUES (1)", "42703");
-    let e = err("INSERT INTO u VALUES (1, 2, 3, 4)", "42601");
+    err("INSERT INTO nope VALUES (1)", ErrorKind::UndefinedTable);
+    err("INSERT INTO mv VALUES (1, 2)", ErrorKind::WrongObjectType);
+    err("INSERT INTO t (zz) VALUES (1)", ErrorKind::UndefinedColumn);
+    let e = err("INSERT INTO u VALUES (1, 2, 3, 4)", ErrorKind::SyntaxError);
     assert_eq!(e.message, "INSERT has more expressions than target columns");
-    err("INSERT INTO u (a, x) VALUES (1)", "42601");
-    err("INSERT INTO u (a, a) VALUES (1, 1)", "42701");
-    err("INSERT INTO u VALUES (1) RETURNING a", "0A000");
-    err("UPDATE u SET zz = 1", "42703");
-    err("UPDATE mv SET a = 1", "42809");
-    err("DELETE FROM t RETURNING a", "0A000");
-    err("INSERT INTO t (_row_id) VALUES (1)", "42703");
+    err("INSERT INTO u (a, x) VALUES (1)", ErrorKind::SyntaxError);
+    err(
+        "INSERT INTO u (a, a) VALUES (1, 1)",
+        ErrorKind::DuplicateColumn,
+    );
+    err(
+        "INSERT INTO u VALUES (1) RETURNING a",
+        ErrorKind::FeatureNotSupported,
+    );
+    err("UPDATE u SET zz = 1", ErrorKind::UndefinedColumn);
+    err("UPDATE mv SET a = 1", ErrorKind::WrongObjectType);
+    err("DELETE FROM t RETURNING a", ErrorKind::FeatureNotSupported);
+    err(
+        "INSERT INTO t (_row_id) VALUES (1)",
+        ErrorKind::UndefinedColumn,
+    );
 }
 
 #[test]

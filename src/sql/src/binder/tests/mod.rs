@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::bound::ParallelismTarget;
 use crate::{bind, describe, parse, BoundStatement, ParallelismSpec, ParamContext, SqlError};
-use ebbflow_common::{DataType, ScalarValue};
+use ebbflow_common::{DataType, ErrorKind, ScalarValue};
 use ebbflow_expr::{AggKind, Expr};
 use ebbflow_meta::catalog::{CatalogReader, ColumnDesc, RelationDesc, RelationKind};
 use ebbflow_planner::logical::LogicalPlan;
@@ -137,7 +137,7 @@ fn bind_sql(sql: &str) -> Result<BoundStatement, SqlError> {
 }
 
 fn ok(sql: &str) -> BoundStatement {
-    bind_sql(sql).unwrap_or_else(|e| panic!("{sql}: {} {}", e.code, e.message))
+    bind_sql(sql).unwrap_or_else(|e| panic!("{sql}: {} {}", e.kind, e.message))
 }
 
 fn query(sql: &str) -> (LogicalPlan, Vec<String>) {
@@ -156,11 +156,11 @@ fn query_named(sql: &str, expected: &[&str]) -> LogicalPlan {
 }
 
 #[track_caller]
-fn err(sql: &str, code: &str) -> SqlError {
+fn err(sql: &str, kind: ErrorKind) -> SqlError {
     match bind_sql(sql) {
-        Ok(b) => panic!("{sql}: expected {code}, bound {b:?}"),
+        Ok(b) => panic!("{sql}: expected {kind}, bound {b:?}"),
         Err(e) => {
-            assert_eq!(e.code, code, "{sql}: {}", e.message);
+            assert_eq!(e.kind, kind, "{sql}: {}", e.message);
             e
         }
     }

@@ -2,6 +2,7 @@
 //! what binds without the expression library.
 
 use super::*;
+use ebbflow_common::ErrorKind;
 
 #[test]
 fn select_star_and_names() {
@@ -19,21 +20,21 @@ fn select_star_and_names() {
 
 #[test]
 fn unknown_names() {
-    let e = err("SELECT * FROM nope", "42P01");
+    let e = err("SELECT * FROM nope", ErrorKind::UndefinedTable);
     assert_eq!(e.message, "relation \"nope\" does not exist");
-    let e = err("SELECT zz FROM t", "42703");
+    let e = err("SELECT zz FROM t", ErrorKind::UndefinedColumn);
     assert_eq!(e.message, "column \"zz\" does not exist");
-    err("SELECT t.zz FROM t", "42703");
-    err("SELECT q.a FROM t", "42P01");
-    let e = err("SELECT a FROM t, u", "42702");
+    err("SELECT t.zz FROM t", ErrorKind::UndefinedColumn);
+    err("SELECT q.a FROM t", ErrorKind::UndefinedTable);
+    let e = err("SELECT a FROM t, u", ErrorKind::AmbiguousColumn);
     assert!(e.message.contains("ambiguous"), "{}", e.message);
     // Hidden columns cannot be named.
-    err("SELECT _row_id FROM t", "42703");
-    err("SELECT * FROM t, t", "42712");
+    err("SELECT _row_id FROM t", ErrorKind::UndefinedColumn);
+    err("SELECT * FROM t, t", ErrorKind::DuplicateAlias);
     // Identifier case folding.
     query("SELECT A, \"b\" FROM T");
-    err("SELECT \"A\" FROM t", "42703");
-    err("SELECT *", "42601");
+    err("SELECT \"A\" FROM t", ErrorKind::UndefinedColumn);
+    err("SELECT *", ErrorKind::SyntaxError);
 }
 
 #[test]
@@ -41,7 +42,7 @@ fn system_relations_found_unqualified_and_qualified() {
     let plan = query_named("SELECT name FROM rw_tables", &["name"]);
     assert!(shape(&plan).contains("Scan rw_tables"));
     query("SELECT name FROM rw_catalog.rw_tables");
-    err("SELECT * FROM rw_catalog.t", "42P01");
+    err("SELECT * FROM rw_catalog.t", ErrorKind::UndefinedTable);
 }
 
 #[test]
@@ -49,9 +50,15 @@ fn derived_tables_and_ctes() {
     let plan = query_named("SELECT s.z FROM (SELECT a AS z FROM t) AS s", &["z"]);
     assert_eq!(shape(&plan), "Project 1\n  Project 1\n    Scan t\n");
     query_named("SELECT * FROM (SELECT a, b FROM t) s(p, q)", &["p", "q"]);
-    err("SELECT a FROM (SELECT a AS z FROM t) s", "42703");
+    err(
+        "SELECT a FROM (SELECT a AS z FROM t) s",
+        ErrorKind::UndefinedColumn,
+    );
     query_named("WITH w(v) AS (SELECT a FROM t) SELECT v FROM w", &["v"]);
-    err("WITH RECURSIVE w AS (SELECT 1) SELECT * FROM w", "0A000");
+    err(
+        "WITH RECURSIVE w AS (SELECT 1) SELECT * FROM w",
+        ErrorKind::FeatureNotSupported,
+    );
 }
 
 #[test]
@@ -122,9 +129,18 @@ fn order_by_and_limit_on_columns() {
     assert!(
         matches!(plan, LogicalPlan::TopN { limit: Some(3), ref order, .. } if order.is_empty())
     );
-    err("SELECT a FROM t ORDER BY 3", "42P10");
-    err("SELECT a FROM t LIMIT -1", "2201W");
-    err("SELECT a, b AS a FROM t ORDER BY a", "42702");
+    err(
+        "SELECT a FROM t ORDER BY 3",
+        ErrorKind::InvalidColumnReference,
+    );
+    err(
+        "SELECT a FROM t LIMIT -1",
+        ErrorKind::InvalidRowCountInLimitClause,
+    );
+    err(
+        "SELECT a, b AS a FROM t ORDER BY a",
+        ErrorKind::AmbiguousColumn,
+    );
 }
 
 #[test]
@@ -156,7 +172,7 @@ fn params_declared_and_default() {
         other => panic!("{other:?}"),
     }
     let e = bind_with("SELECT $3", &params).unwrap_err();
-    assert_eq!(e.code, "42P02");
+    assert_eq!(e.kind, ErrorKind::UndefinedParameter);
 }
 
 #[test]
@@ -165,19 +181,19 @@ fn client_functions_and_oid_casts() {
     query("SELECT now(), current_timestamp, localtimestamp, current_user");
     let e = err(
         "CREATE MATERIALIZED VIEW v AS SELECT a, now() FROM t",
-        "0A000",
+        ErrorKind::FeatureNotSupported,
     );
     assert!(e.message.contains("now()"), "{}", e.message);
     // A name cast to regclass is resolved while binding.
-    let e = err("SELECT 'nope'::regclass", "42P01");
+    let e = err("SELECT 'nope'::regclass", ErrorKind::UndefinedTable);
     assert_eq!(e.message, "relation \"nope\" does not exist");
-    err("SELECT 'nosuchtype'::regtype", "42704");
+    err("SELECT 'nosuchtype'::regtype", ErrorKind::UndefinedObject);
     query("SELECT 't'::regclass, 23::regtype, '5'::oid, format_type(23, -1)");
-    err("SELECT version(1)", "42883");
+    err("SELECT version(1)", ErrorKind::UndefinedFunction);
     // Subqueries over always-empty catalogs fold; others are refused.
     query("SELECT exists(SELECT 1 FROM pg_catalog.pg_trigger)");
     err(
         "SELECT (SELECT count(*) FROM pg_catalog.pg_inherits)",
-        "0A000",
+        ErrorKind::FeatureNotSupported,
     );
 }
