@@ -137,13 +137,12 @@ fn canned(session: &MockSession, sql: &str) -> Result<StatementResult, FrontendE
         "begin" | "start transaction" => command("BEGIN"),
         "commit" => command("COMMIT"),
         "fail" => {
-            let mut e = FrontendError::new(
+            return Err(FrontendError::new(
                 ErrorKind::UndefinedTable,
                 "relation \"nope\" does not exist",
-            );
-            e.detail = Some("some detail".to_owned());
-            e.hint = Some("some hint".to_owned());
-            return Err(e);
+            )
+            .with_detail("some detail")
+            .with_hint("some hint"));
         }
         "fail_exec" => {
             return Err(FrontendError::new(

@@ -439,11 +439,11 @@ mod tests {
             distinct: false,
         };
         let err = execute_aggregate(vec![], &[2], &[], 2).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
         let err = execute_aggregate(vec![], &[], &[call(AggKind::Sum, Some(2))], 2).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
         let err = execute_aggregate(vec![], &[], &[call(AggKind::Sum, None)], 2).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
     }
 
     /// The batch min/max agree with the shared accumulator on every input

@@ -651,7 +651,7 @@ mod tests {
             condition: None,
         };
         assert_eq!(
-            execute(&plan, &src).unwrap_err().kind,
+            execute(&plan, &src).unwrap_err().kind(),
             ErrorKind::InternalError
         );
     }
@@ -660,10 +660,10 @@ mod tests {
     fn bad_key_index_is_internal_error() {
         let err =
             execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[(0, 2)], None).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
         let cond = col(4, Boolean);
         let err =
             execute_join(vec![], vec![], (2, 2), JoinKind::Inner, &[], Some(&cond)).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
     }
 }

@@ -65,35 +65,34 @@ pub use top_n::execute_top_n;
 
 /// An error raised while executing a batch plan.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct BatchError {
-    /// The expression's kind for evaluation errors, the source's for scan
-    /// errors, an internal error for a plan that does not fit its input (a
-    /// bug upstream, reported instead of a panic).
-    pub kind: ErrorKind,
-    pub message: String,
+pub enum BatchError {
+    /// An expression failed on a row.
+    #[error(transparent)]
+    Expr(#[from] ExprError),
+    /// A scan failed (the source's kind), or a plan does not fit its input
+    /// (an internal error: a bug upstream, reported instead of a panic).
+    #[error("{message}")]
+    Exec { kind: ErrorKind, message: String },
 }
 
 impl BatchError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        BatchError {
+        BatchError::Exec {
             kind,
             message: message.into(),
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            BatchError::Expr(e) => e.kind(),
+            BatchError::Exec { kind, .. } => *kind,
         }
     }
 
     /// An internal error: the plan or the source broke a contract.
     pub fn internal(message: impl Into<String>) -> Self {
         BatchError::new(ErrorKind::InternalError, message)
-    }
-}
-
-impl From<ExprError> for BatchError {
-    fn from(e: ExprError) -> Self {
-        BatchError {
-            kind: e.kind,
-            message: e.message,
-        }
     }
 }
 

@@ -255,7 +255,7 @@ mod tests {
         let src = MockSource::new().with_table("v", &[DataType::Int32, DataType::Varchar], "1 x");
         let plan = expand(src.scan_plan("v"), col(1, DataType::Varchar));
         assert_eq!(
-            execute(&plan, &src).unwrap_err().kind,
+            execute(&plan, &src).unwrap_err().kind(),
             ErrorKind::InvalidTextRepresentation
         );
     }
@@ -272,7 +272,7 @@ mod tests {
         let mut src = source();
         src.tables.get_mut("t").unwrap().1.push(vec![None]);
         let err: BatchError = execute(&src.scan_plan("t"), &src).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
     }
 
     #[test]
@@ -302,7 +302,7 @@ mod tests {
             fields: vec![Field::new("a", DataType::Int32)],
         };
         assert_eq!(
-            execute(&plan, &src).unwrap_err().kind,
+            execute(&plan, &src).unwrap_err().kind(),
             ErrorKind::InternalError
         );
     }
@@ -332,7 +332,7 @@ mod tests {
         let src = source();
         let plan = project(src.scan_plan("t"), vec![col(5, DataType::Int32)]);
         assert_eq!(
-            execute(&plan, &src).unwrap_err().kind,
+            execute(&plan, &src).unwrap_err().kind(),
             ErrorKind::InternalError
         );
     }
@@ -377,7 +377,7 @@ mod tests {
             ],
         };
         assert_eq!(
-            execute(&plan, &src).unwrap_err().kind,
+            execute(&plan, &src).unwrap_err().kind(),
             ErrorKind::InternalError
         );
     }

@@ -230,8 +230,8 @@ fn evaluation_errors_carry_their_sqlstate() {
     let minus = func(Func::Sub, vec![col(2, Int32), int(100)]);
     let plan = project(emp(), vec![func(Func::Div, vec![int(1), minus])]);
     let err = run(&plan).unwrap_err();
-    assert_eq!(err.kind, ErrorKind::DivisionByZero);
-    assert_eq!(err.message, "division by zero");
+    assert_eq!(err.kind(), ErrorKind::DivisionByZero);
+    assert_eq!(err.to_string(), "division by zero");
     // Overflow inside a filter predicate, and in an aggregate (bigint sum).
     let big = lit(Some(ebbflow_common::ScalarValue::Int32(i32::MAX)), Int32);
     let pred = func(
@@ -239,7 +239,7 @@ fn evaluation_errors_carry_their_sqlstate() {
         vec![func(Func::Add, vec![col(0, Int32), big]), int(0)],
     );
     assert_eq!(
-        run(&filter(emp(), pred)).unwrap_err().kind,
+        run(&filter(emp(), pred)).unwrap_err().kind(),
         ErrorKind::NumericValueOutOfRange
     );
     let big = lit(Some(ebbflow_common::ScalarValue::Int64(i64::MAX)), Int64);

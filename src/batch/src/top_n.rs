@@ -295,6 +295,6 @@ mod tests {
     #[test]
     fn bad_order_index_is_internal_error() {
         let err = execute_top_n(vec![], &[asc(2)], None, 0, 2).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InternalError);
+        assert_eq!(err.kind(), ErrorKind::InternalError);
     }
 }

@@ -19,7 +19,7 @@ pub const VNODE_COUNT: usize = 256;
 /// A virtual node id, `0..VNODE_COUNT`.
 pub type VirtualNode = u16;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("corrupt encoded row: {0}")]
 pub struct DecodeError(pub &'static str);
 

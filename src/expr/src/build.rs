@@ -158,7 +158,7 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             _ => Func::ArrayPrepend,
         };
         return super::array::build(f, args).map_err(|e| {
-            if e.kind == ErrorKind::UndefinedFunction {
+            if e.kind() == ErrorKind::UndefinedFunction {
                 err()
             } else {
                 e

@@ -5,14 +5,8 @@ use ebbflow_common::ErrorKind;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::{ExprError, ExprResult};
-use ebbflow_common::text::{format_datum, format_decimal, parse_datum, parse_decimal, ParseError};
+use ebbflow_common::text::{format_datum, format_decimal, parse_datum, parse_decimal};
 use ebbflow_common::{DataType, Numeric, ScalarValue, F64};
-
-impl From<ParseError> for ExprError {
-    fn from(e: ParseError) -> Self {
-        ExprError::new(e.kind, e.message)
-    }
-}
 
 /// `integer out of range` and friends (22003).
 pub fn int_out_of_range(ty: DataType) -> ExprError {

@@ -471,9 +471,9 @@ mod tests {
         assert_eq!(ex("century"), "21");
         assert_eq!(date_part("second", t).expect("unit"), 30.123456);
         let e = date_trunc("dow", t).expect_err("not for date_trunc");
-        assert_eq!(e.kind, ErrorKind::InvalidParameterValue);
+        assert_eq!(e.kind(), ErrorKind::InvalidParameterValue);
         let e = extract_timestamp("fortnight", t).expect_err("unknown");
-        assert_eq!(e.kind, ErrorKind::InvalidParameterValue);
+        assert_eq!(e.kind(), ErrorKind::InvalidParameterValue);
         let d = NaiveDate::from_ymd_opt(2021, 1, 1).expect("date");
         assert_eq!(
             extract_date("isoyear", d).expect("unit").to_string(),
@@ -484,7 +484,7 @@ mod tests {
             "1609459200"
         );
         assert_eq!(
-            extract_date("hour", d).expect_err("time unit").kind,
+            extract_date("hour", d).expect_err("time unit").kind(),
             ErrorKind::FeatureNotSupported
         );
     }

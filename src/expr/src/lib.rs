@@ -32,6 +32,7 @@ mod to_char;
 pub mod vector;
 pub mod window;
 
+use ebbflow_common::text::ParseError;
 use ebbflow_common::{DataType, Datum, ErrorKind};
 
 pub use agg::{create_accumulator, Accumulator, AggCall, AggKind, AggStates};
@@ -42,19 +43,28 @@ pub use string::quote_ident;
 
 /// An error raised while building or evaluating an expression.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct ExprError {
+pub enum ExprError {
+    /// Text that is not a value of the type it is read as.
+    #[error(transparent)]
+    Value(#[from] ParseError),
     /// No such function or operator, a datatype mismatch, a numeric value
-    /// out of range, division by zero, invalid text, other data errors.
-    pub kind: ErrorKind,
-    pub message: String,
+    /// out of range, division by zero, other data errors.
+    #[error("{message}")]
+    Eval { kind: ErrorKind, message: String },
 }
 
 impl ExprError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ExprError {
+        ExprError::Eval {
             kind,
             message: message.into(),
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ExprError::Value(e) => e.kind,
+            ExprError::Eval { kind, .. } => *kind,
         }
     }
 }

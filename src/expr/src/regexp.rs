@@ -207,15 +207,15 @@ mod tests {
         assert_eq!(m("a\nb", "a.b", ""), Some(vec![Some("a\nb".into())]));
         assert_eq!(m("a\nb", "a.b", "n"), None);
         assert_eq!(
-            regexp_match("a", "(", "").unwrap_err().kind,
+            regexp_match("a", "(", "").unwrap_err().kind(),
             ErrorKind::InvalidRegularExpression
         );
         assert_eq!(
-            regexp_match("a", "a", "z").unwrap_err().kind,
+            regexp_match("a", "a", "z").unwrap_err().kind(),
             ErrorKind::InvalidParameterValue
         );
         assert_eq!(
-            regexp_match("a", "a", "g").unwrap_err().kind,
+            regexp_match("a", "a", "g").unwrap_err().kind(),
             ErrorKind::InvalidParameterValue
         );
         assert_eq!(

@@ -306,7 +306,7 @@ mod split_part_tests {
         assert_eq!(f("", "/", 1), "");
         assert_eq!(f("é~~ü", "~~", -1), "ü");
         assert_eq!(
-            split_part("a", "/", 0).map_err(|e| e.kind),
+            split_part("a", "/", 0).map_err(|e| e.kind()),
             Err(ErrorKind::InvalidParameterValue)
         );
     }

@@ -334,7 +334,10 @@ mod tests {
                     }
                     Err(want) => {
                         let (_, got) = failed.unwrap_or_else(|| panic!("{e:?} row {i}"));
-                        assert_eq!((got.kind, &got.message), (want.kind, &want.message));
+                        assert_eq!(
+                            (got.kind(), &got.to_string()),
+                            (want.kind(), &want.to_string())
+                        );
                         assert_eq!(column.datum(i), None);
                     }
                 }

@@ -189,7 +189,7 @@ mod tests {
             TimeWindow::hop(&secs(0), &secs(10), None),
         ] {
             assert_eq!(
-                e.expect_err("refused").kind,
+                e.expect_err("refused").kind(),
                 ErrorKind::InvalidParameterValue
             );
         }

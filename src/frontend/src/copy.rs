@@ -353,14 +353,14 @@ mod tests {
         assert_eq!(recs[2].fields, vec![s("3"), s("")]);
         let err = parse(b"1,\"open\n", &CopyOptions::new(CopyFormat::Csv)).unwrap_err();
         assert_eq!(err.0, 1);
-        assert_eq!(err.1.kind, ErrorKind::BadCopyFileFormat);
+        assert_eq!(err.1.kind(), ErrorKind::BadCopyFileFormat);
     }
 
     #[test]
     fn bad_utf8_names_its_line() {
         let err = parse(b"1\n2\xff\n", &CopyOptions::new(CopyFormat::Text)).unwrap_err();
         assert_eq!(
-            (err.0, err.1.kind),
+            (err.0, err.1.kind()),
             (2, ErrorKind::CharacterNotInRepertoire)
         );
     }

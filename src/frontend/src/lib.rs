@@ -59,17 +59,39 @@ pub struct CopyIn {
 /// An error for the client: its kind (pgwire turns it into the SQLSTATE),
 /// message, optional detail and hint.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct FrontendError {
-    pub kind: ErrorKind,
-    pub message: String,
-    pub detail: Option<String>,
-    pub hint: Option<String>,
+pub enum FrontendError {
+    /// The statement does not parse or bind.
+    #[error(transparent)]
+    Sql(#[from] ebbflow_sql::SqlError),
+    /// The planner cannot plan it.
+    #[error(transparent)]
+    Plan(#[from] ebbflow_planner::PlanError),
+    /// Meta refused it, or its barrier failed.
+    #[error(transparent)]
+    Meta(#[from] ebbflow_meta::MetaError),
+    /// A batch query failed while running.
+    #[error(transparent)]
+    Batch(#[from] ebbflow_batch::BatchError),
+    /// An expression failed.
+    #[error(transparent)]
+    Expr(#[from] ebbflow_expr::ExprError),
+    /// A value (a parameter, a COPY field) is not a value of its type.
+    #[error(transparent)]
+    Value(#[from] ebbflow_common::text::ParseError),
+    /// The session's own refusals: settings, transactions, COPY framing,
+    /// the protocol's.
+    #[error("{message}")]
+    Session {
+        kind: ErrorKind,
+        message: String,
+        detail: Option<String>,
+        hint: Option<String>,
+    },
 }
 
 impl FrontendError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        FrontendError {
+        FrontendError::Session {
             kind,
             message: message.into(),
             detail: None,
@@ -80,22 +102,81 @@ impl FrontendError {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InternalError, message)
     }
-}
 
-impl From<ebbflow_sql::SqlError> for FrontendError {
-    fn from(e: ebbflow_sql::SqlError) -> Self {
-        FrontendError {
-            kind: e.kind,
-            message: e.message,
-            detail: e.detail,
-            hint: e.hint,
+    /// What went wrong, from which pgwire picks the SQLSTATE.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FrontendError::Sql(e) => e.kind(),
+            FrontendError::Plan(e) => e.kind(),
+            FrontendError::Meta(e) => e.kind(),
+            FrontendError::Batch(e) => e.kind(),
+            FrontendError::Expr(e) => e.kind(),
+            FrontendError::Value(e) => e.kind,
+            FrontendError::Session { kind, .. } => *kind,
         }
     }
-}
 
-impl From<ebbflow_expr::ExprError> for FrontendError {
-    fn from(e: ebbflow_expr::ExprError) -> Self {
-        FrontendError::new(e.kind, e.message)
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            FrontendError::Sql(e) => e.detail(),
+            FrontendError::Session { detail, .. } => detail.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            FrontendError::Sql(e) => e.hint(),
+            FrontendError::Meta(e) => e.hint(),
+            FrontendError::Session { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The same error with `detail` (PostgreSQL's DETAIL field).
+    pub fn with_detail(self, detail: impl Into<String>) -> Self {
+        let (kind, message, hint) = match self {
+            FrontendError::Session {
+                kind,
+                message,
+                hint,
+                ..
+            } => (kind, message, hint),
+            other => (
+                other.kind(),
+                other.to_string(),
+                other.hint().map(str::to_owned),
+            ),
+        };
+        FrontendError::Session {
+            kind,
+            message,
+            detail: Some(detail.into()),
+            hint,
+        }
+    }
+
+    /// The same error with `hint` (PostgreSQL's HINT field).
+    pub fn with_hint(self, hint: impl Into<String>) -> Self {
+        let (kind, message, detail) = match self {
+            FrontendError::Session {
+                kind,
+                message,
+                detail,
+                ..
+            } => (kind, message, detail),
+            other => (
+                other.kind(),
+                other.to_string(),
+                other.detail().map(str::to_owned),
+            ),
+        };
+        FrontendError::Session {
+            kind,
+            message,
+            detail,
+            hint: Some(hint.into()),
+        }
     }
 }
 

@@ -377,7 +377,7 @@ fn session(meta: &Arc<Meta>) -> Arc<dyn Session> {
 async fn sql(session: &dyn Session, q: &str) -> Vec<String> {
     let (results, err) = session.run_simple(q).await;
     if let Some(e) = err {
-        panic!("{q}: {} ({})", e.message, e.kind);
+        panic!("{q}: {} ({})", e, e.kind());
     }
     let mut lines: Vec<String> = match results.last() {
         Some(StatementResult::Rows { rows, .. }) => rows

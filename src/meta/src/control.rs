@@ -2,13 +2,17 @@
 //! locate and reset actors, through [`ComputeClient`] (in process or over
 //! gRPC alike).
 
-use ebbflow_common::ErrorKind;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::service::Meta;
+use tokio::sync::{oneshot, RwLockWriteGuard};
+
+use super::barrier::BarrierSpec;
+use super::service::{Meta, TableRoute};
 use super::{MetaError, MetaResult};
-use ebbflow_common::ActorId;
+use crate::catalog::TableId;
+use ebbflow_common::{ActorId, ErrorKind};
 use ebbflow_plan::{ActorDesc, Mutation};
 use ebbflow_stream::compute_node::{ActorLocations, ComputeClient, NodeError, WorkerId};
 
@@ -25,7 +29,110 @@ pub(super) struct JobChange {
     pub remove_actors: Vec<ActorId>,
 }
 
+/// What a scale holds while its change is applied: DML waits (the routes
+/// are write-locked) from before the layout changed until the change's
+/// barrier is injected, and the held tables' routes are rebuilt for the
+/// new layout.
+pub(super) struct DmlHold<'a> {
+    pub routes: RwLockWriteGuard<'a, HashMap<TableId, Arc<TableRoute>>>,
+    pub tables: Vec<TableId>,
+}
+
+/// How [`Meta::apply_change`] went.
+pub(super) struct Applied {
+    /// Nothing of the change was applied on an error: the old layout stays
+    /// committed, and the caller restores its own state.
+    pub result: MetaResult<()>,
+    /// From the first source or DML stopping to the affected actors being
+    /// able to read the epoch the barrier closes (docs/design.md §7).
+    pub pause: Duration,
+}
+
 impl Meta {
+    /// The one executor of a [`JobChange`] planned under the state lock,
+    /// for DDL and scaling alike: build the new actors idle on their nodes,
+    /// then send the one barrier that carries the mutation, adds and removes
+    /// actors and commits the catalog as it now stands; once it is committed
+    /// the nodes forget the removed actors.
+    ///
+    /// With a `hold` (a scale), DML to the held tables waits until the
+    /// barrier is injected (new table actors hold what arrives after it
+    /// until the previous epoch is readable), and the pause runs from then,
+    /// or from the injection if no DML waits (until then the job runs on
+    /// while the barrier waits for the one before it to be committed), to
+    /// the affected actors reading the epoch: collected when the compute
+    /// nodes share one store, else committed.
+    pub(super) async fn apply_change(
+        &self,
+        change: JobChange,
+        hold: Option<DmlHold<'_>>,
+    ) -> Applied {
+        let JobChange {
+            descs,
+            mutation,
+            add_actors,
+            add_sources,
+            remove_actors,
+        } = change;
+        if let Err(e) = self.build_actors_on(descs).await {
+            return Applied {
+                result: Err(e),
+                pause: Duration::ZERO,
+            };
+        }
+        let requested = Instant::now();
+        let (mut routes, tables) = match hold {
+            Some(h) => (Some(h.routes), h.tables),
+            None => (None, Vec::new()),
+        };
+        let mut pause = (!tables.is_empty()).then_some(requested);
+        if let Some(routes) = routes.as_mut() {
+            for t in &tables {
+                routes.remove(t);
+            }
+        }
+        let (injected_tx, injected_rx) = oneshot::channel();
+        let (readable_tx, mut readable_rx) = oneshot::channel();
+        let barrier = self.barrier_with(BarrierSpec {
+            mutation: Some(mutation),
+            add_actors,
+            add_sources,
+            remove_actors: remove_actors.clone(),
+            meta_snapshot: Some(self.state.lock().snapshot()),
+            injected: Some(injected_tx),
+            readable: Some(readable_tx),
+        });
+        tokio::pin!(barrier);
+        let mut resumed = None;
+        let result = tokio::select! {
+            r = &mut barrier => r,
+            _ = injected_rx => {
+                let pause = *pause.get_or_insert_with(Instant::now);
+                drop(routes.take());
+                tokio::select! {
+                    biased;
+                    Ok(()) = &mut readable_rx => {
+                        resumed = Some(pause.elapsed());
+                        barrier.await
+                    }
+                    r = &mut barrier => r,
+                }
+            }
+        };
+        drop(routes);
+        let pause = resumed.unwrap_or_else(|| pause.unwrap_or(requested).elapsed());
+        if result.is_ok() && !remove_actors.is_empty() {
+            let st = self.state.lock();
+            for w in st.workers.values() {
+                w.node.forget_actors(&remove_actors);
+            }
+        }
+        Applied {
+            result: result.map(|_| ()),
+            pause,
+        }
+    }
+
     /// Where every placed actor runs, and each worker's address.
     pub(super) fn actor_locations(&self) -> ActorLocations {
         let st = self.state.lock();

@@ -184,21 +184,8 @@ impl Meta {
             };
             (new_frags, change)
         };
-        // 2. build idle actors
-        let built = self.build_actors_on(change.descs).await;
-        // 3. wire them in with one barrier, then make the backfill visible
-        let wired = match built {
-            Ok(()) => {
-                self.barrier(
-                    Some(change.mutation),
-                    change.add_actors,
-                    change.add_sources,
-                    change.remove_actors,
-                )
-                .await
-            }
-            Err(e) => Err(e),
-        };
+        // 2.–3. build the actors idle and wire them in with one barrier
+        let wired = self.apply_change(change, None).await.result;
         if let Err(e) = wired {
             // Forget the job: the recovery that follows the failed barrier
             // rebuilds the cluster without it.
@@ -304,7 +291,7 @@ impl Meta {
                             me.name
                         ),
                     );
-                    e.hint = Some(format!(
+                    e.set_hint(format!(
                         "{} {} depends on it; use DROP ... CASCADE to drop the dependent objects too",
                         deps[0].desc.kind.name(),
                         deps[0].desc.name

@@ -41,18 +41,28 @@ pub mod workers;
 use ebbflow_common::ErrorKind;
 pub use service::{Meta, MetaConfig};
 
-/// An error from meta, with its kind.
+/// An error from meta.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct MetaError {
-    pub kind: ErrorKind,
-    pub message: String,
-    pub hint: Option<String>,
+pub enum MetaError {
+    /// A barrier did not commit (its kind says why).
+    #[error(transparent)]
+    Barrier(#[from] barrier::BarrierError),
+    /// The state store failed under a catalog or version operation.
+    #[error(transparent)]
+    Storage(#[from] ebbflow_storage::StorageError),
+    /// Meta refused the request: an undefined or duplicate object, a scale
+    /// that does not fit, a node in the wrong state, ...
+    #[error("{message}")]
+    Refused {
+        kind: ErrorKind,
+        message: String,
+        hint: Option<String>,
+    },
 }
 
 impl MetaError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        MetaError {
+        MetaError::Refused {
             kind,
             message: message.into(),
             hint: None,
@@ -62,17 +72,31 @@ impl MetaError {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InternalError, message)
     }
-}
 
-impl From<barrier::BarrierError> for MetaError {
-    fn from(e: barrier::BarrierError) -> Self {
-        MetaError::new(e.kind(), e.to_string())
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            MetaError::Barrier(e) => e.kind(),
+            MetaError::Storage(_) => ErrorKind::InternalError,
+            MetaError::Refused { kind, .. } => *kind,
+        }
     }
-}
 
-impl From<ebbflow_storage::StorageError> for MetaError {
-    fn from(e: ebbflow_storage::StorageError) -> Self {
-        MetaError::internal(e.to_string())
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            MetaError::Refused { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Sets the hint, keeping the kind and message.
+    pub fn set_hint(&mut self, new: String) {
+        if let MetaError::Refused { hint, .. } = self {
+            *hint = Some(new);
+        } else {
+            let mut refused = MetaError::new(self.kind(), self.to_string());
+            refused.set_hint(new);
+            *self = refused;
+        }
     }
 }
 

@@ -14,11 +14,8 @@ use ebbflow_common::ErrorKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use tokio::sync::oneshot;
-
-use super::barrier::BarrierSpec;
 use super::cluster::WorkerState;
-use super::control::JobChange;
+use super::control::{DmlHold, JobChange};
 use super::fragment::{actor_desc, ActorInfo, Fragment};
 use super::graph::EdgeSpec;
 use super::scale::{rebalance, Owner};
@@ -484,7 +481,7 @@ impl Meta {
         // DML waits from before the layout changes until the barrier that
         // applies it is injected: no route to the new layout may be built
         // (and no row sent along it) before that barrier.
-        let mut routes = self.routes.write().await;
+        let routes = self.routes.write().await;
         self.check_plan(&plan)?;
         let mut summary = ScaleSummary::default();
         // 1. the new layout, and the mutation that gets there
@@ -609,65 +606,13 @@ impl Meta {
             };
             (old_fragments, old_parallelism, change, tables)
         };
-        let JobChange {
-            descs,
-            mutation,
-            add_actors,
-            add_sources,
-            remove_actors,
-        } = change;
-        // 2. build the new actors idle
-        let built = self.build_actors_on(descs).await;
-        // 3. one barrier. DML to the tables involved waits until it is
-        // injected (new table actors hold what arrives after it until the
-        // previous epoch is readable). The affected actors pause from the
-        // barrier until the epoch it closes is readable to them: collected
-        // when the compute nodes share one store, else committed. This
-        // returns once the epoch is committed.
-        // The pause runs from the first source or DML stopping to the last
-        // resuming (docs/design.md §7): from here if DML to the job's tables now
-        // waits, else from the injection (until then the job runs on,
-        // while the barrier waits for the one before it to be committed).
-        let requested = Instant::now();
-        let mut pause = (!tables.is_empty()).then_some(requested);
-        for t in &tables {
-            routes.remove(t);
-        }
-        let (injected_tx, injected_rx) = oneshot::channel();
-        let (readable_tx, mut readable_rx) = oneshot::channel();
-        let barrier = self.barrier_with(BarrierSpec {
-            mutation: Some(mutation),
-            add_actors,
-            add_sources,
-            remove_actors: remove_actors.clone(),
-            meta_snapshot: Some(self.state.lock().snapshot()),
-            injected: Some(injected_tx),
-            readable: Some(readable_tx),
-        });
-        tokio::pin!(barrier);
-        let mut resumed = None;
-        let result = match built {
-            Ok(()) => {
-                tokio::select! {
-                    r = &mut barrier => r,
-                    _ = injected_rx => {
-                        let pause = *pause.get_or_insert_with(Instant::now);
-                        drop(routes);
-                        tokio::select! {
-                            biased;
-                            Ok(()) = &mut readable_rx => {
-                                resumed = Some(pause.elapsed());
-                                barrier.await
-                            }
-                            r = &mut barrier => r,
-                        }
-                    }
-                }
-            }
-            Err(e) => Err(e),
-        };
-        let pause = pause.unwrap_or(requested);
-        summary.pause_ms = resumed.unwrap_or_else(|| pause.elapsed()).as_secs_f64() * 1000.0;
+        // 2.–3. build the new actors idle, then one barrier; DML to the
+        // tables involved waits until it is injected
+        let applied = self
+            .apply_change(change, Some(DmlHold { routes, tables }))
+            .await;
+        summary.pause_ms = applied.pause.as_secs_f64() * 1000.0;
+        let result = applied.result;
         let ok = result.is_ok();
         if let Err(e) = &result {
             tracing::error!(error = %e, "reschedule failed; restoring the old layout");
@@ -677,11 +622,6 @@ impl Meta {
                 if let Some(r) = st.relations.get_mut(&t) {
                     r.parallelism = p;
                 }
-            }
-        } else {
-            let st = self.state.lock();
-            for w in st.workers.values() {
-                w.node.forget_actors(&remove_actors);
             }
         }
         summary.total_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -114,12 +114,12 @@ impl Connection {
 pub(super) fn error_info(e: FrontendError) -> ErrorInfo {
     let mut info = ErrorInfo::new(
         "ERROR".to_owned(),
-        crate::sqlstate::sqlstate(e.kind).to_owned(),
-        e.message,
+        crate::sqlstate::sqlstate(e.kind()).to_owned(),
+        e.to_string(),
     );
     info.severity_nonlocalized = Some("ERROR".to_owned());
-    info.detail = e.detail;
-    info.hint = e.hint;
+    info.detail = e.detail().map(str::to_owned);
+    info.hint = e.hint().map(str::to_owned);
     info
 }
 

@@ -277,7 +277,7 @@ pub(super) fn decode_param(
                     "invalid byte sequence for encoding \"UTF8\"",
                 )
             })?;
-            parse_datum(ty, s).map_err(|e| FrontendError::new(e.kind, e.message))?
+            parse_datum(ty, s)?
         }
         Format::Binary => decode_binary(ty, raw).ok_or_else(|| {
             FrontendError::new(
@@ -543,9 +543,9 @@ mod tests {
         assert!(decode_binary(DataType::Date, &i32::MAX.to_be_bytes()).is_none());
         assert!(decode_binary(DataType::Timestamp, &i64::MIN.to_be_bytes()).is_none());
         let err = decode_param(DataType::Int32, Format::Binary, Some(&[1]), 1).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InvalidBinaryRepresentation);
+        assert_eq!(err.kind(), ErrorKind::InvalidBinaryRepresentation);
         assert_eq!(
-            err.message,
+            err.to_string(),
             "incorrect binary data format in bind parameter 2"
         );
     }
@@ -586,11 +586,11 @@ mod tests {
             vec![Format::Text, Format::Binary]
         );
         assert_eq!(
-            resolve_formats(&[0, 1], 3, msg).unwrap_err().kind,
+            resolve_formats(&[0, 1], 3, msg).unwrap_err().kind(),
             ErrorKind::ProtocolViolation
         );
         assert_eq!(
-            resolve_formats(&[2], 1, msg).unwrap_err().kind,
+            resolve_formats(&[2], 1, msg).unwrap_err().kind(),
             ErrorKind::InvalidParameterValue
         );
     }

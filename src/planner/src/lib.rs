@@ -15,24 +15,30 @@ mod watermark;
 /// A planning error with its kind (feature not supported for what the
 /// stream planner cannot maintain incrementally).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct PlanError {
-    pub kind: ErrorKind,
-    pub message: String,
+pub enum PlanError {
+    /// What the stream planner cannot maintain incrementally (the message
+    /// says what and, where it helps, why).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A bound plan that breaks the planner's contract (a bug upstream).
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl PlanError {
     pub fn internal(what: impl Into<String>) -> Self {
-        PlanError {
-            kind: ErrorKind::InternalError,
-            message: what.into(),
-        }
+        PlanError::Internal(what.into())
     }
 
+    /// `<what> is not supported`.
     pub fn unsupported(what: impl Into<String>) -> Self {
-        PlanError {
-            kind: ErrorKind::FeatureNotSupported,
-            message: format!("{} is not supported", what.into()),
+        PlanError::Unsupported(format!("{} is not supported", what.into()))
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PlanError::Unsupported(_) => ErrorKind::FeatureNotSupported,
+            PlanError::Internal(_) => ErrorKind::InternalError,
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use super::logical::{JoinKind, LogicalPlan};
 use super::PlanError;
-use ebbflow_common::ErrorKind;
 use ebbflow_meta::catalog::RelationKind;
 
 impl LogicalPlan {
@@ -98,11 +97,12 @@ impl LogicalPlan {
     /// projections and filters at the top of the plan, grouped by a column
     /// with a watermark.
     pub fn window_close_aggregate(&self) -> Result<&LogicalPlan, PlanError> {
-        let refuse = || PlanError {
-            kind: ErrorKind::FeatureNotSupported,
-            message: "EMIT ON WINDOW CLOSE needs a GROUP BY over a column with a watermark \
-                      (such as window_start of a TUMBLE or HOP over a relation with WATERMARK FOR)"
-                .into(),
+        let refuse = || {
+            PlanError::Unsupported(
+                "EMIT ON WINDOW CLOSE needs a GROUP BY over a column with a watermark \
+                 (such as window_start of a TUMBLE or HOP over a relation with WATERMARK FOR)"
+                    .into(),
+            )
         };
         match self {
             LogicalPlan::Project { input, .. } | LogicalPlan::Filter { input, .. } => {

@@ -41,7 +41,7 @@ impl MetaRpc for MetaService {
                 RemoteCompute::connect(id, &address, link).map(|c| c as Arc<dyn ComputeClient>)
             })
             .await
-            .map_err(|e| Status::failed_precondition(e.message))?;
+            .map_err(|e| Status::failed_precondition(e.to_string()))?;
         Ok(Response::new(RegisterResponse {
             worker_id,
             parallel_unit_ids: units,

@@ -40,7 +40,7 @@ pub use state_table::StateTable;
 use ebbflow_common::TableId;
 use ebbflow_common::VirtualNode;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     #[error("state store I/O error: {0}")]
     Io(String),

@@ -27,7 +27,7 @@ fn out(acc: &dyn Accumulator) -> String {
     match acc.output() {
         Ok(Some(v)) => format_datum(&v),
         Ok(None) => "NULL".into(),
-        Err(e) => format!("ERR {} {}", e.kind, e.message),
+        Err(e) => format!("ERR {} {}", e.kind(), e),
     }
 }
 
@@ -168,7 +168,7 @@ fn count_min_max() {
     let e = acc
         .update(false, &val(Int32, "1"))
         .expect_err("retract missing");
-    assert_eq!(e.kind, ErrorKind::InternalError);
+    assert_eq!(e.kind(), ErrorKind::InternalError);
 }
 
 #[test]
@@ -343,7 +343,7 @@ fn append_only_min_max_keep_one_value() {
             let err = acc
                 .update(false, &val(DataType::Int32, "9"))
                 .expect_err("retraction");
-            assert_eq!(err.kind, ErrorKind::InternalError);
+            assert_eq!(err.kind(), ErrorKind::InternalError);
         }
     }
 }

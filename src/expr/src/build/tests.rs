@@ -11,7 +11,7 @@ fn ty_of(func: Func, types: &[DataType]) -> Result<DataType, String> {
     let args = types.iter().enumerate().map(|(i, t)| col(i, *t)).collect();
     build_func(func, args)
         .map(|e| e.return_type())
-        .map_err(|e| format!("{} {}", e.kind, e.message))
+        .map_err(|e| format!("{} {}", e.kind(), e))
 }
 
 #[test]
@@ -35,15 +35,15 @@ fn arithmetic_types_follow_postgres() {
     assert_eq!(ty_of(Func::Neg, &[Interval]), Ok(Interval));
     assert_eq!(
         ty_of(Func::Add, &[Int32, Boolean]),
-        Err("42883 operator does not exist: integer + boolean".into())
+        Err("undefined_function operator does not exist: integer + boolean".into())
     );
     assert_eq!(
         ty_of(Func::Neg, &[Boolean]),
-        Err("42883 operator does not exist: - boolean".into())
+        Err("undefined_function operator does not exist: - boolean".into())
     );
     assert_eq!(
         ty_of(Func::Eq, &[Int32, Varchar]),
-        Err("42883 operator does not exist: integer = character varying".into())
+        Err("undefined_function operator does not exist: integer = character varying".into())
     );
     assert_eq!(ty_of(Func::Eq, &[Date, Timestamp]), Ok(Boolean));
     assert_eq!(ty_of(Func::Concat, &[Varchar, Date]), Ok(Varchar));
@@ -69,7 +69,7 @@ fn unknown_literals_take_the_other_type() {
     let e = build_func(Func::Eq, vec![col(0, Int32), null]).expect("int = NULL");
     assert_eq!(e.return_type(), Boolean);
     assert_eq!(
-        build_func(Func::Eq, vec![col(0, Int32), unknown("x")]).map_err(|e| e.kind),
+        build_func(Func::Eq, vec![col(0, Int32), unknown("x")]).map_err(|e| e.kind()),
         Err(ErrorKind::InvalidTextRepresentation)
     );
 }
@@ -82,7 +82,7 @@ fn common_types() {
     assert_eq!(common_type(Date, Timestamp).ok(), Some(Timestamp));
     assert_eq!(common_type(Varchar, Varchar).ok(), Some(Varchar));
     assert_eq!(
-        common_type(Int32, Boolean).map_err(|e| e.kind),
+        common_type(Int32, Boolean).map_err(|e| e.kind()),
         Err(ErrorKind::DatatypeMismatch)
     );
 }
@@ -127,14 +127,17 @@ fn aggregate_types() {
     assert_eq!(agg_return_type(AggKind::Min, Some(Date)).ok(), Some(Date));
     let e = agg_return_type(AggKind::Sum, Some(Boolean)).expect_err("sum(bool)");
     assert_eq!(
-        (e.kind, e.message.as_str()),
+        (e.kind(), e.to_string().as_str()),
         (
             ErrorKind::UndefinedFunction,
             "function sum(boolean) does not exist"
         )
     );
     let e = agg_return_type(AggKind::Avg, Some(Varchar)).expect_err("avg(text)");
-    assert_eq!(e.message, "function avg(character varying) does not exist");
+    assert_eq!(
+        e.to_string(),
+        "function avg(character varying) does not exist"
+    );
     assert!(agg_return_type(AggKind::Max, Some(Boolean)).is_err());
 }
 

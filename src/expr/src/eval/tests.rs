@@ -25,7 +25,7 @@ fn show(r: crate::ExprResult<ebbflow_common::Datum>) -> String {
     match r {
         Ok(Some(v)) => format_datum(&v),
         Ok(None) => "NULL".into(),
-        Err(e) => format!("ERR {} {}", e.kind, e.message),
+        Err(e) => format!("ERR {} {}", e.kind(), e),
     }
 }
 
@@ -45,7 +45,7 @@ fn call(func: Func, args: &[(DataType, &str)]) -> String {
         .collect();
     match build_func(func, exprs) {
         Ok(e) => show(e.eval(&row)),
-        Err(e) => format!("ERR {} {}", e.kind, e.message),
+        Err(e) => format!("ERR {} {}", e.kind(), e),
     }
 }
 
@@ -56,7 +56,7 @@ fn cast(from: DataType, s: &str, to: DataType) -> String {
     };
     match build_cast(col(0, from), to, true) {
         Ok(e) => show(e.eval(&row)),
-        Err(e) => format!("ERR {} {}", e.kind, e.message),
+        Err(e) => format!("ERR {} {}", e.kind(), e),
     }
 }
 
@@ -246,11 +246,11 @@ fn cast_contexts_and_folding() {
     assert!(build_cast(col(0, Float64), Decimal, false).is_ok());
     assert!(build_cast(col(0, Int32), Varchar, false).is_ok());
     assert_eq!(
-        build_cast(col(0, Varchar), Int32, false).map_err(|e| e.kind),
+        build_cast(col(0, Varchar), Int32, false).map_err(|e| e.kind()),
         Err(ErrorKind::CannotCoerce)
     );
     assert_eq!(
-        build_cast(col(0, Int32), Boolean, false).map_err(|e| e.kind),
+        build_cast(col(0, Int32), Boolean, false).map_err(|e| e.kind()),
         Err(ErrorKind::CannotCoerce)
     );
     // A varchar literal is `unknown`: it parses into any type, now.
@@ -259,7 +259,7 @@ fn cast_contexts_and_folding() {
         Some(lit(Int32, "42"))
     );
     assert_eq!(
-        build_cast(lit(Varchar, "abc"), Int32, false).map_err(|e| e.kind),
+        build_cast(lit(Varchar, "abc"), Int32, false).map_err(|e| e.kind()),
         Err(ErrorKind::InvalidTextRepresentation)
     );
     assert_eq!(
@@ -435,7 +435,7 @@ fn conditionals() {
     let e = build_func(Func::Greatest, vec![col(0, Int32), col(1, Float32)]).expect("greatest");
     assert_eq!(e.return_type(), Float32);
     assert_eq!(
-        build_func(Func::Coalesce, vec![col(0, Int32), col(1, Boolean)]).map_err(|e| e.kind),
+        build_func(Func::Coalesce, vec![col(0, Int32), col(1, Boolean)]).map_err(|e| e.kind()),
         Err(ErrorKind::DatatypeMismatch)
     );
     // CASE is lazy and NULL conditions do not match.

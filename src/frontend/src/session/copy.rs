@@ -22,19 +22,13 @@ use ebbflow_planner::logical::LogicalPlan;
 use ebbflow_sql::CopyOptions;
 
 /// `e` with where it happened, as PostgreSQL's CONTEXT line has it.
-fn at(
-    mut e: FrontendError,
-    table: &str,
-    line: usize,
-    column: Option<(&str, &str)>,
-) -> FrontendError {
+fn at(e: FrontendError, table: &str, line: usize, column: Option<(&str, &str)>) -> FrontendError {
     let mut place = format!("COPY {table}, line {line}");
     if let Some((name, value)) = column {
         let shown: String = value.chars().take(64).collect();
         place.push_str(&format!(", column {name}: \"{shown}\""));
     }
-    e.detail = Some(place);
-    e
+    e.with_detail(place)
 }
 
 impl LocalSession {

@@ -23,38 +23,14 @@ use ebbflow_common::{DataType, Datum, Field, Row, ScalarValue};
 use ebbflow_meta::catalog::{CatalogReader, RelationDesc, RelationKind, SessionInfo};
 use ebbflow_meta::pg_catalog::{self, pg_relation};
 use ebbflow_meta::system::system_relation;
-use ebbflow_meta::{Meta, MetaError};
+use ebbflow_meta::Meta;
 use ebbflow_planner::logical::LogicalPlan;
 use ebbflow_planner::stream::Emit;
-use ebbflow_planner::PlanError;
 use ebbflow_sql::{BoundStatement, ParamContext, Statement};
 
 #[cfg(test)]
 pub use ddl::{create_mv_job, create_table_job};
 use vars::Vars;
-
-impl From<MetaError> for FrontendError {
-    fn from(e: MetaError) -> Self {
-        FrontendError {
-            kind: e.kind,
-            message: e.message,
-            detail: None,
-            hint: e.hint,
-        }
-    }
-}
-
-impl From<PlanError> for FrontendError {
-    fn from(e: PlanError) -> Self {
-        FrontendError::new(e.kind, e.message)
-    }
-}
-
-impl From<BatchError> for FrontendError {
-    fn from(e: BatchError) -> Self {
-        FrontendError::new(e.kind, e.message)
-    }
-}
 
 type FResult<T> = Result<T, FrontendError>;
 
@@ -124,17 +100,16 @@ impl<'a> MetaScan<'a> {
             if let LogicalPlan::Scan { relation } = p {
                 match relation.kind {
                     RelationKind::Source => {
-                        let mut e = FrontendError::new(
+                        return Err(FrontendError::new(
                             ErrorKind::FeatureNotSupported,
                             format!(
                                 "cannot read source \"{}\" in a query: its rows are not stored",
                                 relation.name
                             ),
-                        );
-                        e.hint = Some(
-                            "Create a materialized view over the source, or a table with the same connector.".into(),
-                        );
-                        return Err(e);
+                        )
+                        .with_hint(
+                            "Create a materialized view over the source, or a table with the same connector.",
+                        ));
                     }
                     RelationKind::System => reads_system = true,
                     _ => scans.push(relation.clone()),
@@ -219,13 +194,10 @@ impl ScanSource for MetaScan<'_> {
                 .remove(&relation.id)
                 .map(|(_, r)| r)
                 .unwrap_or_default()),
-            None => Err(BatchError {
-                kind: ErrorKind::InternalError,
-                message: format!(
-                    "relation \"{}\" was not read before the query ran",
-                    relation.name
-                ),
-            }),
+            None => Err(BatchError::internal(format!(
+                "relation \"{}\" was not read before the query ran",
+                relation.name
+            ))),
         }
     }
 }

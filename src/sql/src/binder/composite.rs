@@ -185,7 +185,7 @@ impl Binder<'_> {
 
     fn srf_column(&self, scope: &Scope, field: &str) -> SqlResult<usize> {
         scope.resolve_field(None, SRF, field).map_err(|e| {
-            if e.kind == ErrorKind::UndefinedColumn && !scope.has_field_columns(SRF) {
+            if e.kind() == ErrorKind::UndefinedColumn && !scope.has_field_columns(SRF) {
                 SqlError::unsupported(format!(
                     "set-returning function {SRF} outside a select list"
                 ))

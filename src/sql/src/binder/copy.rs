@@ -183,8 +183,9 @@ impl Binder<'_> {
                     ErrorKind::InsufficientPrivilege,
                     "COPY to or from a file or program is not allowed: the server reads and writes only the client's STDIN and STDOUT",
                 );
-                e.hint =
-                    Some("Use COPY … FROM STDIN or TO STDOUT (psql's \\copy does this).".into());
+                e.set_hint(Some(
+                    "Use COPY … FROM STDIN or TO STDOUT (psql's \\copy does this).".into(),
+                ));
                 return Err(e);
             }
         }

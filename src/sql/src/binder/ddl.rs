@@ -437,7 +437,7 @@ pub(super) fn wrong_kind(
         ErrorKind::WrongObjectType,
         format!("\"{name}\" is not a {}", wanted.name()),
     );
-    e.hint = match found {
+    e.set_hint(match found {
         RelationKind::Table => Some(format!("Use {verb} TABLE to remove a table.")),
         RelationKind::MaterializedView => Some(format!(
             "Use {verb} MATERIALIZED VIEW to remove a materialized view."
@@ -445,9 +445,9 @@ pub(super) fn wrong_kind(
         RelationKind::View => Some(format!("Use {verb} VIEW to remove a view.")),
         RelationKind::Source => Some(format!("Use {verb} SOURCE to remove a source.")),
         RelationKind::System => None,
-    };
+    });
     if verb != "DROP" {
-        e.hint = None;
+        e.set_hint(None);
     }
     e
 }

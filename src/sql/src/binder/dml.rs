@@ -23,7 +23,7 @@ fn assignment_cast(e: Expr, col: &str, ty: DataType) -> SqlResult<Expr> {
         return Ok(e);
     }
     build_cast(e, ty, false).map_err(|e| {
-        if e.kind != ErrorKind::CannotCoerce {
+        if e.kind() != ErrorKind::CannotCoerce {
             // a data error folding a literal (e.g. 22003 out of range)
             return SqlError::from(e);
         }
@@ -31,7 +31,9 @@ fn assignment_cast(e: Expr, col: &str, ty: DataType) -> SqlResult<Expr> {
             ErrorKind::DatatypeMismatch,
             format!("column \"{col}\" is of type {ty} but expression is of type {from}"),
         );
-        err.hint = Some("You will need to rewrite or cast the expression.".into());
+        err.set_hint(Some(
+            "You will need to rewrite or cast the expression.".into(),
+        ));
         err
     })
 }
@@ -73,7 +75,9 @@ impl Binder<'_> {
                 ErrorKind::FeatureNotSupported,
                 format!("cannot {verb} append-only table \"{}\"", table.name),
             );
-            e.hint = Some("An APPEND ONLY table only takes INSERT and COPY.".into());
+            e.set_hint(Some(
+                "An APPEND ONLY table only takes INSERT and COPY.".into(),
+            ));
             return Err(e);
         }
         Ok(())

@@ -615,7 +615,7 @@ impl Binder<'_> {
                 let name = ident_value(&i.value, i.quote_style);
                 match scope.resolve(None, &name) {
                     Ok(idx) => Ok(Expr::input_ref(idx, scope.columns[idx].ty)),
-                    Err(e) if e.kind == ErrorKind::UndefinedColumn => {
+                    Err(e) if e.kind() == ErrorKind::UndefinedColumn => {
                         let aliased = projection.iter().find_map(|item| match item {
                             SelectItem::ExprWithAlias { expr, alias }
                                 if ident_value(&alias.value, alias.quote_style) == name =>

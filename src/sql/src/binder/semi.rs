@@ -200,7 +200,7 @@ impl Binder<'_> {
             }
             Err(e)
                 if matches!(
-                    e.kind,
+                    e.kind(),
                     ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
                 ) => {}
             Err(e) => return Err(e),
@@ -246,7 +246,7 @@ impl Binder<'_> {
                 Ok(t) => inner_terms.push(t),
                 Err(e)
                     if matches!(
-                        e.kind,
+                        e.kind(),
                         ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
                     ) =>
                 {
@@ -264,7 +264,7 @@ impl Binder<'_> {
                 Ok(v) => Some(v),
                 Err(e)
                     if matches!(
-                        e.kind,
+                        e.kind(),
                         ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
                     ) =>
                 {
@@ -314,7 +314,7 @@ impl Binder<'_> {
             Ok(both) => match self.bind_expr(&both, e) {
                 Err(x)
                     if matches!(
-                        x.kind,
+                        x.kind(),
                         ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
                     ) =>
                 {

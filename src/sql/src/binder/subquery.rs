@@ -265,7 +265,7 @@ impl Binder<'_> {
             }
             Err(e)
                 if matches!(
-                    e.kind,
+                    e.kind(),
                     ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
                 ) => {}
             Err(e) => return Err(e),
@@ -305,7 +305,7 @@ impl Binder<'_> {
                 Ok(t) => terms.push(t),
                 Err(e)
                     if matches!(
-                        e.kind,
+                        e.kind(),
                         ErrorKind::UndefinedColumn | ErrorKind::UndefinedTable
                     ) =>
                 {

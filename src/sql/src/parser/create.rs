@@ -307,7 +307,7 @@ mod tests {
             assert_eq!(w.column.value, "t");
         }
         let err = parse("CREATE TABLE s (a int, t timestamp, WATERMARK FOR t AS t)").unwrap_err();
-        assert_eq!(err.kind, ErrorKind::FeatureNotSupported);
+        assert_eq!(err.kind(), ErrorKind::FeatureNotSupported);
         let Statement::EmitOnWindowClose(stmt) =
             one("CREATE MATERIALIZED VIEW m AS SELECT 1 FROM t GROUP BY a EMIT ON WINDOW CLOSE")
         else {
@@ -375,13 +375,13 @@ mod tests {
         assert_eq!(
             parse("CREATE TABLE t (a int PRIMARY KEY) ON CONFLICT DO UPDATE")
                 .unwrap_err()
-                .kind,
+                .kind(),
             ErrorKind::SyntaxError
         );
         assert_eq!(
             parse("CREATE TABLE t (a int) APPEND ONLY ON CONFLICT IGNORE")
                 .unwrap_err()
-                .kind,
+                .kind(),
             ErrorKind::FeatureNotSupported
         );
         let v = parse("CREATE SOURCE s (a int); SELECT 1").unwrap();
@@ -399,7 +399,7 @@ mod tests {
             Statement::AlterSourceParallelism { .. }
         ));
         assert_eq!(
-            parse("CREATE SOURCE s (a int) WITH (").unwrap_err().kind,
+            parse("CREATE SOURCE s (a int) WITH (").unwrap_err().kind(),
             ErrorKind::SyntaxError
         );
     }

@@ -45,7 +45,7 @@ fn ddl_create_table() {
     }
     err("CREATE TABLE p (a int, A int)", ErrorKind::DuplicateColumn);
     let e = err("CREATE TABLE p (a json)", ErrorKind::FeatureNotSupported);
-    assert!(e.message.contains("JSON"), "{}", e.message);
+    assert!(e.to_string().contains("JSON"), "{}", e.to_string());
     err(
         "CREATE TABLE p (a timestamp with time zone)",
         ErrorKind::FeatureNotSupported,
@@ -153,11 +153,11 @@ fn ddl_drop() {
         }
     ));
     let e = err("DROP TABLE mv", ErrorKind::WrongObjectType);
-    assert_eq!(e.message, "\"mv\" is not a table");
-    assert!(e.hint.is_some());
+    assert_eq!(e.to_string(), "\"mv\" is not a table");
+    assert!(e.hint().is_some());
     err("DROP MATERIALIZED VIEW t", ErrorKind::WrongObjectType);
     let e = err("DROP TABLE nope", ErrorKind::UndefinedTable);
-    assert_eq!(e.message, "table \"nope\" does not exist");
+    assert_eq!(e.to_string(), "table \"nope\" does not exist");
     err("DROP TABLE t, u", ErrorKind::FeatureNotSupported);
     err("DROP INDEX i", ErrorKind::FeatureNotSupported);
 }

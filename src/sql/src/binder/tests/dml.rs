@@ -9,7 +9,10 @@ fn dml_errors() {
     err("INSERT INTO mv VALUES (1, 2)", ErrorKind::WrongObjectType);
     err("INSERT INTO t (zz) VALUES (1)", ErrorKind::UndefinedColumn);
     let e = err("INSERT INTO u VALUES (1, 2, 3, 4)", ErrorKind::SyntaxError);
-    assert_eq!(e.message, "INSERT has more expressions than target columns");
+    assert_eq!(
+        e.to_string(),
+        "INSERT has more expressions than target columns"
+    );
     err("INSERT INTO u (a, x) VALUES (1)", ErrorKind::SyntaxError);
     err(
         "INSERT INTO u (a, a) VALUES (1, 1)",

@@ -176,7 +176,7 @@ fn aggregates_shape_and_errors() {
 
     let e = err("SELECT a, count(*) FROM t", ErrorKind::GroupingError);
     assert_eq!(
-        e.message,
+        e.to_string(),
         "column \"t.a\" must appear in the GROUP BY clause or be used in an aggregate function"
     );
     err("SELECT * FROM t GROUP BY a", ErrorKind::GroupingError);

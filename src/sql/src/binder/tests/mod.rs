@@ -137,7 +137,7 @@ fn bind_sql(sql: &str) -> Result<BoundStatement, SqlError> {
 }
 
 fn ok(sql: &str) -> BoundStatement {
-    bind_sql(sql).unwrap_or_else(|e| panic!("{sql}: {} {}", e.kind, e.message))
+    bind_sql(sql).unwrap_or_else(|e| panic!("{sql}: {} {}", e.kind(), e))
 }
 
 fn query(sql: &str) -> (LogicalPlan, Vec<String>) {
@@ -160,7 +160,7 @@ fn err(sql: &str, kind: ErrorKind) -> SqlError {
     match bind_sql(sql) {
         Ok(b) => panic!("{sql}: expected {kind}, bound {b:?}"),
         Err(e) => {
-            assert_eq!(e.kind, kind, "{sql}: {}", e.message);
+            assert_eq!(e.kind(), kind, "{sql}: {}", e);
             e
         }
     }

@@ -21,13 +21,13 @@ fn select_star_and_names() {
 #[test]
 fn unknown_names() {
     let e = err("SELECT * FROM nope", ErrorKind::UndefinedTable);
-    assert_eq!(e.message, "relation \"nope\" does not exist");
+    assert_eq!(e.to_string(), "relation \"nope\" does not exist");
     let e = err("SELECT zz FROM t", ErrorKind::UndefinedColumn);
-    assert_eq!(e.message, "column \"zz\" does not exist");
+    assert_eq!(e.to_string(), "column \"zz\" does not exist");
     err("SELECT t.zz FROM t", ErrorKind::UndefinedColumn);
     err("SELECT q.a FROM t", ErrorKind::UndefinedTable);
     let e = err("SELECT a FROM t, u", ErrorKind::AmbiguousColumn);
-    assert!(e.message.contains("ambiguous"), "{}", e.message);
+    assert!(e.to_string().contains("ambiguous"), "{}", e.to_string());
     // Hidden columns cannot be named.
     err("SELECT _row_id FROM t", ErrorKind::UndefinedColumn);
     err("SELECT * FROM t, t", ErrorKind::DuplicateAlias);
@@ -172,7 +172,7 @@ fn params_declared_and_default() {
         other => panic!("{other:?}"),
     }
     let e = bind_with("SELECT $3", &params).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::UndefinedParameter);
+    assert_eq!(e.kind(), ErrorKind::UndefinedParameter);
 }
 
 #[test]
@@ -183,10 +183,10 @@ fn client_functions_and_oid_casts() {
         "CREATE MATERIALIZED VIEW v AS SELECT a, now() FROM t",
         ErrorKind::FeatureNotSupported,
     );
-    assert!(e.message.contains("now()"), "{}", e.message);
+    assert!(e.to_string().contains("now()"), "{}", e.to_string());
     // A name cast to regclass is resolved while binding.
     let e = err("SELECT 'nope'::regclass", ErrorKind::UndefinedTable);
-    assert_eq!(e.message, "relation \"nope\" does not exist");
+    assert_eq!(e.to_string(), "relation \"nope\" does not exist");
     err("SELECT 'nosuchtype'::regtype", ErrorKind::UndefinedObject);
     query("SELECT 't'::regclass, 23::regtype, '5'::oid, format_type(23, -1)");
     err("SELECT version(1)", ErrorKind::UndefinedFunction);
