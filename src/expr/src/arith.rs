@@ -4,10 +4,11 @@
 //!
 //! numeric is rust_decimal (28-29 significant digits, scale <= 28) where
 //! PostgreSQL has arbitrary precision: results that need more digits fail
-//! with `22003 value overflows numeric format`, and division results whose
-//! PostgreSQL scale exceeds 28 are rounded at scale 28. `NaN` and
+//! with numeric_value_out_of_range (`value overflows numeric format`), and
+//! division results whose PostgreSQL scale exceeds 28 are rounded at scale
+//! 28. `NaN` and
 //! `±Infinity` follow PostgreSQL 15 (`Infinity - Infinity` and `Infinity *
-//! 0` are NaN, a number over an infinity is 0, division by zero is 22012
+//! 0` are NaN, a number over an infinity is 0, division by zero is division_by_zero
 //! unless the dividend is NaN).
 
 use chrono::{Months, NaiveDate, NaiveDateTime, TimeDelta};

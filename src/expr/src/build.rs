@@ -141,7 +141,7 @@ fn resolve_unknowns(args: Vec<Expr>) -> ExprResult<Vec<Expr>> {
 /// Build a call of `func` over `args`, inserting implicit casts and
 /// resolving the return type the way PostgreSQL does (e.g. `int + bigint`
 /// is bigint, `int / int` is integer division, `int + numeric` is numeric,
-/// `varchar || int` is varchar). Unknown combinations fail with `42883`
+/// `varchar || int` is varchar). Unknown combinations fail with undefined_function
 /// ("operator does not exist: integer + boolean").
 pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     use DataType::*;
@@ -641,11 +641,11 @@ fn build_arith(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
 
 /// Build `CAST(expr AS ty)`. With `explicit = false` only PostgreSQL's
 /// implicit/assignment casts are allowed (used for INSERT and for unifying
-/// types); an impossible cast fails with `42846`. Casting a NULL literal or
+/// types); an impossible cast fails with cannot_coerce. Casting a NULL literal or
 /// a literal of another type folds into a literal.
 ///
 /// A varchar literal casts to any type (it plays an `unknown` literal and
-/// is parsed now, so `'abc'::int` fails at bind time with `22P02`).
+/// is parsed now, so `'abc'::int` fails at bind time with invalid_text_representation).
 pub fn build_cast(expr: Expr, ty: DataType, explicit: bool) -> ExprResult<Expr> {
     let from = expr.return_type();
     if from == ty {
@@ -677,7 +677,7 @@ pub fn build_cast(expr: Expr, ty: DataType, explicit: bool) -> ExprResult<Expr> 
 }
 
 /// The type two values must be cast to for comparison, UNION, CASE or
-/// COALESCE (PostgreSQL's `select_common_type`), or `42804` if none.
+/// COALESCE (PostgreSQL's `select_common_type`), or datatype_mismatch if none.
 pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
     use DataType::*;
     if a == b {
@@ -704,7 +704,7 @@ pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
 
 /// Return type of an aggregate over an argument type (`sum(int)` is bigint,
 /// `sum(bigint)` numeric, `avg(int)` numeric, `avg(double)` double,
-/// `count` bigint, min/max the argument type), or `42883` if the aggregate
+/// `count` bigint, min/max the argument type), or undefined_function if the aggregate
 /// does not take that type.
 pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResult<DataType> {
     use super::AggKind;

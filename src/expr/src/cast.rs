@@ -8,7 +8,7 @@ use super::{ExprError, ExprResult};
 use ebbflow_common::text::{format_datum, format_decimal, parse_datum, parse_decimal};
 use ebbflow_common::{DataType, Numeric, ScalarValue, F64};
 
-/// `integer out of range` and friends (22003).
+/// `integer out of range` and friends (numeric_value_out_of_range).
 pub fn int_out_of_range(ty: DataType) -> ExprError {
     let name = match ty {
         DataType::Int16 => "smallint",
@@ -59,7 +59,7 @@ fn float_to_int(v: f64, to: DataType) -> ExprResult<ScalarValue> {
 }
 
 /// Numeric rounded half away from zero into an integer type (NaN and the
-/// infinities fail with 0A000, as in PostgreSQL 15).
+/// infinities fail with feature_not_supported, as in PostgreSQL 15).
 fn decimal_to_int(n: Numeric, to: DataType) -> ExprResult<ScalarValue> {
     let d = match n {
         Numeric::Finite(d) => d,
@@ -150,7 +150,7 @@ fn f64_to_f32(v: f64) -> ExprResult<f64> {
 }
 
 /// Cast a non-null value to `to`, PostgreSQL style. Callers decide whether
-/// the cast is allowed in their context; impossible casts fail with 42846.
+/// the cast is allowed in their context; impossible casts fail with cannot_coerce.
 pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
     use ScalarValue as S;
     let from = v.data_type();

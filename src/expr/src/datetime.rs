@@ -22,7 +22,7 @@ pub fn unit(name: &str) -> Option<Unit> {
 pub const TIMESTAMP: &str = "timestamp without time zone";
 
 /// The unit named `name`, or PostgreSQL's error for a name it does not
-/// know (`22023`).
+/// know (invalid_parameter_value).
 pub fn parse_unit(name: &str, ty: &str) -> ExprResult<Unit> {
     unit(name).ok_or_else(|| {
         ExprError::new(

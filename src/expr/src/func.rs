@@ -100,7 +100,7 @@ pub enum Func {
     TumbleStart,
     /// `[count, value]`: the value of a scalar subquery decorrelated into
     /// a join with a grouped aggregate, where `count` is how many rows the
-    /// subquery had for this outer row; more than one is an error (21000).
+    /// subquery had for this outer row; more than one is an error (cardinality_violation).
     ScalarSubquery,
     // arrays (see [`super::array`])
     /// `ARRAY[e1, e2, …]`: the arguments, NULLs included, as an array.

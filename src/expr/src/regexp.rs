@@ -5,7 +5,7 @@
 //! PostgreSQL's ARE for the common forms (classes, `[^…]`, groups,
 //! alternation, `*?` lazy quantifiers, `{m,n}`, `\d \s \w`, `(?:…)`,
 //! `^`/`$`). Known differences: back-references (`\1`) and look-around
-//! (`(?=…)`) are rejected as invalid (2201B); ARE-only escapes (`\m`, `\M`,
+//! (`(?=…)`) are rejected as invalid (invalid_regular_expression); ARE-only escapes (`\m`, `\M`,
 //! `\y`, `[[:<:]]`) are not recognised; matching is leftmost-first (Perl),
 //! where PostgreSQL's engine picks the longest match for some patterns
 //! without lazy quantifiers; a `regex`-crate extension (`\p{…}`, named

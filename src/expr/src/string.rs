@@ -57,7 +57,7 @@ pub fn replace(s: &str, from: &str, to: &str) -> String {
 }
 
 /// PostgreSQL's `split_part(s, delimiter, n)`: the `n`th field (from the
-/// end when negative), `''` past the last; `n = 0` is 22023.
+/// end when negative), `''` past the last; `n = 0` is invalid_parameter_value.
 pub fn split_part(s: &str, delimiter: &str, n: i32) -> ExprResult<String> {
     if n == 0 {
         return Err(ExprError::new(

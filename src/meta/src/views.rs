@@ -7,7 +7,8 @@
 //! `CREATE OR REPLACE VIEW` keeps the view's id, and so what depends on it,
 //! and follows PostgreSQL: the new query must yield the old columns, same
 //! names and types in the same order, and may add columns after them
-//! (42P16 otherwise); a view cannot come to depend on itself (42P17).
+//! (invalid_table_definition otherwise); a view cannot come to depend on
+//! itself (invalid_object_definition).
 
 use ebbflow_common::ErrorKind;
 use std::collections::BTreeMap;

@@ -93,7 +93,7 @@ pub enum BoundStatement {
         upstreams: Vec<TableId>,
         if_not_exists: bool,
         /// `OR REPLACE`: an existing view's columns must stay a prefix of
-        /// the new ones (checked by meta, 42P16).
+        /// the new ones (checked by meta, invalid_table_definition).
         or_replace: bool,
     },
     Drop {

@@ -1,8 +1,8 @@
 //! The text form of one-dimensional arrays: PostgreSQL's `array_out` and
 //! `array_in` (`{1,2,NULL}`, `{"a b","x,y",abc,""}`).
 //!
-//! Not supported on input: multidimensional arrays (`{{1},{2}}`, 0A000)
-//! and explicit bounds (`[0:1]={1,2}`, 22P02 as a malformed literal).
+//! Not supported on input: multidimensional arrays (`{{1},{2}}`, feature_not_supported)
+//! and explicit bounds (`[0:1]={1,2}`, invalid_text_representation as a malformed literal).
 
 use crate::ErrorKind;
 use std::sync::Arc;

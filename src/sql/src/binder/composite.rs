@@ -7,14 +7,14 @@
 //! (`(_pg_expandarray(i.indkey)).n AS key_seq` and
 //! `_pg_expandarray(i.indkey) AS keys`) and reads `(result.keys).x` one
 //! level up. Here every call in a select list must have the same argument
-//! (else 0A000): the select's filtered input is expanded once
+//! (else feature_not_supported): the select's filtered input is expanded once
 //! ([`LogicalPlan::ExpandVector`]) and each call names the two columns that
 //! adds.
 //!
 //! ebbflow has no composite type: a record-valued column is carried as one
 //! column per field, named [`field_column`]`(column, field)`. Such columns
 //! are reached only by field access and left out of `*`, and a query's
-//! result cannot hold one (0A000).
+//! result cannot hold one (feature_not_supported).
 
 use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, FunctionArguments};

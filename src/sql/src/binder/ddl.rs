@@ -426,7 +426,7 @@ pub(super) fn view_column_names(
     Ok(column_names)
 }
 
-/// `"x" is not a table` (42809), with PostgreSQL's hint on what to use.
+/// `"x" is not a table` (wrong_object_type), with PostgreSQL's hint on what to use.
 pub(super) fn wrong_kind(
     name: &str,
     wanted: RelationKind,

@@ -24,7 +24,7 @@ fn assignment_cast(e: Expr, col: &str, ty: DataType) -> SqlResult<Expr> {
     }
     build_cast(e, ty, false).map_err(|e| {
         if e.kind() != ErrorKind::CannotCoerce {
-            // a data error folding a literal (e.g. 22003 out of range)
+            // a data error folding a literal (e.g. a numeric value out of range)
             return SqlError::from(e);
         }
         let mut err = SqlError::new(

@@ -36,7 +36,8 @@ pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
     })
 }
 
-/// Aggregates users may expect that we do not have (0A000 rather than 42883).
+/// Aggregates users may expect that we do not have (feature_not_supported
+/// rather than undefined_function).
 const UNSUPPORTED_AGGREGATES: &[&str] = &[
     "stddev",
     "stddev_pop",

@@ -115,7 +115,7 @@ pub(super) struct BoundQuery {
 #[derive(Debug)]
 pub(super) enum ExprCtx {
     /// Column references are input columns; an aggregate call is an error
-    /// with this message (`42803`).
+    /// with this message (grouping_error).
     Plain { agg_error: &'static str },
     /// Binding over the output of an aggregation: group keys and aggregate
     /// calls become references to the Aggregate's output.

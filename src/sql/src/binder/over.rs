@@ -22,7 +22,7 @@ use ebbflow_expr::over::{Frame, FrameBound, WindowCall, WindowFuncKind};
 use ebbflow_expr::{agg_return_type, build_cast, AggKind, Expr};
 use ebbflow_planner::logical::{LogicalPlan, OrderKey};
 
-/// PostgreSQL's window functions that ebbflow does not have (0A000).
+/// PostgreSQL's window functions that ebbflow does not have (feature_not_supported).
 const UNSUPPORTED: &[&str] = &["ntile", "percent_rank", "cume_dist", "nth_value"];
 
 /// Placeholder columns of window calls start here (far past any real row).

@@ -62,7 +62,7 @@ impl Scope {
     }
 
     /// `self` followed by `other`, as the row of a join. Fails when both
-    /// sides introduce the same table name (PostgreSQL 42712).
+    /// sides introduce the same table name (PostgreSQL duplicate_alias).
     pub fn concat(mut self, other: Scope) -> SqlResult<Scope> {
         for t in &other.tables {
             if self.tables.contains(t) {

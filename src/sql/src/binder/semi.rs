@@ -21,7 +21,7 @@
 //! all). Those two have only the correlation as key: uncorrelated, they
 //! run on one actor in an MV, over few rows.
 //!
-//! Elsewhere (under OR, in a select list) these forms are refused (0A000).
+//! Elsewhere (under OR, in a select list) these forms are refused (feature_not_supported).
 
 use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, BinaryOperator, GroupByExpr, SelectItem, SetExpr, UnaryOperator};

@@ -13,7 +13,7 @@ use ebbflow_common::{DataType, Field, ScalarValue};
 use ebbflow_expr::Expr;
 use ebbflow_planner::logical::LogicalPlan;
 
-/// More rows than this from one call is refused (54000): the rows are
+/// More rows than this from one call is refused (program_limit_exceeded): the rows are
 /// built while binding.
 const MAX_ROWS: i64 = 1_000_000;
 

@@ -14,7 +14,7 @@
 //!
 //! binds as `t LEFT JOIN (SELECT oid, count(*), min(relkind = 'c') FROM
 //! pg_class GROUP BY oid) s ON s.oid = t.typrelid`, and the subquery's value
-//! is `min` when `count` is at most 1 and error 21000 when the subquery had
+//! is `min` when `count` is at most 1 and error cardinality_violation when the subquery had
 //! more than one row for that outer row, as in PostgreSQL. (An unmatched
 //! outer row gets NULL from the LEFT JOIN, as an empty subquery does.)
 //!
@@ -22,7 +22,7 @@
 //! key, to the Aggregate's output (Nexmark q102's `HAVING count(*) >=
 //! (SELECT count(*) / count(DISTINCT auction) FROM bid)`).
 //!
-//! Refused (0A000): correlated subqueries with aggregates, GROUP BY,
+//! Refused (feature_not_supported): correlated subqueries with aggregates, GROUP BY,
 //! DISTINCT, ORDER BY, LIMIT or set operations, correlation other than by
 //! equality, correlated subqueries in HAVING, subqueries in other clauses
 //! (the select list of an aggregating select included) and, in a

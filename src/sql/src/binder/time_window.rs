@@ -5,7 +5,7 @@
 //! A tumbling window is one per row, so `TUMBLE` is a projection computing
 //! `tumble_start(time, size, offset)` and that plus the size. `HOP` puts a
 //! row in `size / slide` windows: a [`LogicalPlan::HopWindow`]. The sizes
-//! are constant intervals without months, checked here (`22023`).
+//! are constant intervals without months, checked here (invalid_parameter_value).
 
 use ebbflow_common::ErrorKind;
 use sqlparser::ast::{self, FunctionArg, FunctionArgExpr, ObjectNamePart};

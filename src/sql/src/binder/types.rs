@@ -10,7 +10,7 @@ use ebbflow_common::{DataType, ScalarValue};
 use ebbflow_expr::Expr;
 
 /// Map a type name as written to one of our types; anything else is
-/// `0A000` naming the type.
+/// feature_not_supported naming the type.
 pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
     use ast::DataType as T;
     let unsupported = || SqlError::unsupported(format!("type {dt}"));

@@ -4,7 +4,7 @@
 //! [`LogicalPlan::Unnest`]).
 //!
 //! In a select list every `unnest` call must be a whole select item and
-//! have the same argument (PostgreSQL runs several in lock step; 0A000
+//! have the same argument (PostgreSQL runs several in lock step; feature_not_supported
 //! here), and the select must not aggregate. In a materialized view the
 //! expansion is a stateless operator (`stream::executor::unnest`) that adds
 //! the element's position to the stream key.
