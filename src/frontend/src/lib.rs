@@ -180,6 +180,8 @@ impl FrontendError {
     }
 }
 
+pub type FrontendResult<T> = Result<T, FrontendError>;
+
 /// What the pgwire layer needs from a client session. One per connection.
 #[async_trait]
 pub trait Session: Send + Sync {

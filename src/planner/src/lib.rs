@@ -42,3 +42,5 @@ impl PlanError {
         }
     }
 }
+
+pub type PlanResult<T> = Result<T, PlanError>;

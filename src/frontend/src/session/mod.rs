@@ -32,7 +32,7 @@ use ebbflow_sql::{BoundStatement, ParamContext, Statement};
 pub use ddl::{create_mv_job, create_table_job};
 use vars::Vars;
 
-type FResult<T> = Result<T, FrontendError>;
+type FResult<T> = crate::FrontendResult<T>;
 
 /// The catalog as the binder sees it: user relations, then `rw_catalog`
 /// and `pg_catalog` (always on the search path, as in PostgreSQL);
