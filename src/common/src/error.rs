@@ -29,6 +29,8 @@ pub enum ErrorKind {
     InvalidRowCountInResultOffsetClause,
     CharacterNotInRepertoire,
     InvalidParameterValue,
+    InvalidArgumentForLogarithm,
+    InvalidArgumentForPowerFunction,
     InvalidEscapeSequence,
     InvalidTextRepresentation,
     InvalidBinaryRepresentation,
@@ -99,6 +101,8 @@ impl ErrorKind {
             }
             ErrorKind::CharacterNotInRepertoire => "character_not_in_repertoire",
             ErrorKind::InvalidParameterValue => "invalid_parameter_value",
+            ErrorKind::InvalidArgumentForLogarithm => "invalid_argument_for_logarithm",
+            ErrorKind::InvalidArgumentForPowerFunction => "invalid_argument_for_power_function",
             ErrorKind::InvalidEscapeSequence => "invalid_escape_sequence",
             ErrorKind::InvalidTextRepresentation => "invalid_text_representation",
             ErrorKind::InvalidBinaryRepresentation => "invalid_binary_representation",

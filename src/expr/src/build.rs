@@ -88,7 +88,7 @@ fn is_unknown(e: &Expr) -> bool {
     )
 }
 
-fn no_operator(func: Func, types: &[DataType]) -> ExprError {
+pub(super) fn no_operator(func: Func, types: &[DataType]) -> ExprError {
     let msg = match (func.operator_symbol(), types) {
         (Some(op), [t]) => format!("operator does not exist: {} {}", op, t),
         (Some(op), [a, b]) => format!("operator does not exist: {} {} {}", a, op, b),
@@ -164,6 +164,12 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
                 e
             }
         });
+    }
+    if super::math::owns(func) {
+        return super::math::build(func, args);
+    }
+    if super::text_funcs::owns(func) {
+        return super::text_funcs::build(func, args);
     }
     match func {
         Func::ArrayConstruct
@@ -524,6 +530,8 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             }
             Ok(func_expr(func, vec![x], t))
         }
+        // The functions of `math` and `text_funcs`, built above.
+        _ => Err(err()),
     }
 }
 

@@ -131,9 +131,70 @@ pub enum Func {
     RegexpMatch,
     /// `regexp_replace(string, pattern, replacement [, flags])`.
     RegexpReplace,
+    // mathematical functions (see [`super::math`])
+    Sqrt,
+    Cbrt,
+    Exp,
+    Ln,
+    /// `log(x)` is `log10(x)`; `log(b, x)` (numeric only) is not yet.
+    Log,
+    Log10,
+    /// `power(x, y)`, `pow(x, y)`.
+    Power,
+    Sign,
+    /// `trunc(x)`, `trunc(numeric, digits)`.
+    Trunc,
+    /// `div(y, x)`: the integer quotient, towards zero (numeric).
+    DivTrunc,
+    Gcd,
+    Lcm,
+    Pi,
+    Degrees,
+    Radians,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    // more string functions (see [`super::text_funcs`])
+    Left,
+    Right,
+    LPad,
+    RPad,
+    Repeat,
+    Reverse,
+    InitCap,
+    StartsWith,
+    StrPos,
+    Translate,
+    Chr,
+    Ascii,
+    ToHex,
+    QuoteLiteral,
+    Md5,
 }
 
 impl Func {
+    /// What an argument at `pos` of unknown type (a quoted literal, NULL)
+    /// is read as, for the functions of [`super::math`] and
+    /// [`super::text_funcs`] (`None`: the binder's own rule).
+    pub fn unknown_arg_type(self, pos: usize) -> Option<ebbflow_common::DataType> {
+        use ebbflow_common::DataType;
+        if super::text_funcs::owns(self) {
+            return Some(super::text_funcs::unknown_arg_type(self, pos));
+        }
+        Some(match self {
+            Func::Trunc if pos == 1 => DataType::Int32,
+            Func::DivTrunc => DataType::Decimal,
+            Func::Gcd | Func::Lcm => return None,
+            f if super::math::owns(f) => DataType::Float64,
+            _ => return None,
+        })
+    }
+
     /// Look a function up by its SQL name (lower case), e.g. `"lower"`,
     /// `"substring"`/`"substr"`, `"char_length"`/`"length"`.
     pub fn from_name(name: &str) -> Option<Func> {
@@ -177,6 +238,45 @@ impl Func {
             "array_position" => Func::ArrayPosition,
             "regexp_match" => Func::RegexpMatch,
             "regexp_replace" => Func::RegexpReplace,
+            "mod" => Func::Mod,
+            "sqrt" => Func::Sqrt,
+            "cbrt" => Func::Cbrt,
+            "exp" => Func::Exp,
+            "ln" => Func::Ln,
+            "log" => Func::Log,
+            "log10" => Func::Log10,
+            "power" | "pow" => Func::Power,
+            "sign" => Func::Sign,
+            "trunc" => Func::Trunc,
+            "div" => Func::DivTrunc,
+            "gcd" => Func::Gcd,
+            "lcm" => Func::Lcm,
+            "pi" => Func::Pi,
+            "degrees" => Func::Degrees,
+            "radians" => Func::Radians,
+            "sin" => Func::Sin,
+            "cos" => Func::Cos,
+            "tan" => Func::Tan,
+            "cot" => Func::Cot,
+            "asin" => Func::Asin,
+            "acos" => Func::Acos,
+            "atan" => Func::Atan,
+            "atan2" => Func::Atan2,
+            "left" => Func::Left,
+            "right" => Func::Right,
+            "lpad" => Func::LPad,
+            "rpad" => Func::RPad,
+            "repeat" => Func::Repeat,
+            "reverse" => Func::Reverse,
+            "initcap" => Func::InitCap,
+            "starts_with" => Func::StartsWith,
+            "strpos" => Func::StrPos,
+            "translate" => Func::Translate,
+            "chr" => Func::Chr,
+            "ascii" => Func::Ascii,
+            "to_hex" => Func::ToHex,
+            "quote_literal" => Func::QuoteLiteral,
+            "md5" => Func::Md5,
             _ => return None,
         })
     }
@@ -287,6 +387,44 @@ impl Func {
             Func::EqAny => "any",
             Func::RegexpMatch => "regexp_match",
             Func::RegexpReplace => "regexp_replace",
+            Func::Sqrt => "sqrt",
+            Func::Cbrt => "cbrt",
+            Func::Exp => "exp",
+            Func::Ln => "ln",
+            Func::Log => "log",
+            Func::Log10 => "log10",
+            Func::Power => "power",
+            Func::Sign => "sign",
+            Func::Trunc => "trunc",
+            Func::DivTrunc => "div",
+            Func::Gcd => "gcd",
+            Func::Lcm => "lcm",
+            Func::Pi => "pi",
+            Func::Degrees => "degrees",
+            Func::Radians => "radians",
+            Func::Sin => "sin",
+            Func::Cos => "cos",
+            Func::Tan => "tan",
+            Func::Cot => "cot",
+            Func::Asin => "asin",
+            Func::Acos => "acos",
+            Func::Atan => "atan",
+            Func::Atan2 => "atan2",
+            Func::Left => "left",
+            Func::Right => "right",
+            Func::LPad => "lpad",
+            Func::RPad => "rpad",
+            Func::Repeat => "repeat",
+            Func::Reverse => "reverse",
+            Func::InitCap => "initcap",
+            Func::StartsWith => "starts_with",
+            Func::StrPos => "strpos",
+            Func::Translate => "translate",
+            Func::Chr => "chr",
+            Func::Ascii => "ascii",
+            Func::ToHex => "to_hex",
+            Func::QuoteLiteral => "quote_literal",
+            Func::Md5 => "md5",
         }
     }
 }

@@ -109,6 +109,7 @@ impl Binder<'_> {
                     None => DataType::Varchar,
                 },
                 F::Neg | F::Abs | F::Ceil | F::Floor => DataType::Decimal,
+                F::Gcd | F::Lcm => common().unwrap_or(DataType::Int32),
                 F::Round if pos == 0 => DataType::Decimal,
                 F::Round => DataType::Int32,
                 F::Substr if pos > 0 => DataType::Int32,
@@ -116,7 +117,7 @@ impl Binder<'_> {
                 F::And | F::Or | F::Not | F::IsTrue | F::IsNotTrue | F::IsFalse | F::IsNotFalse => {
                     DataType::Boolean
                 }
-                _ => DataType::Varchar,
+                f => f.unknown_arg_type(pos).unwrap_or(DataType::Varchar),
             };
             exprs.push(self.resolve(a, ty)?);
         }
