@@ -175,16 +175,25 @@ pub enum Func {
     ToHex,
     QuoteLiteral,
     Md5,
+    // dates and timestamps from fields (see [`super::calendar`])
+    MakeDate,
+    MakeTimestamp,
+    /// `date_bin(stride, timestamp, origin)`.
+    DateBin,
 }
 
 impl Func {
     /// What an argument at `pos` of unknown type (a quoted literal, NULL)
-    /// is read as, for the functions of [`super::math`] and
-    /// [`super::text_funcs`] (`None`: the binder's own rule).
+    /// is read as, for the functions of [`super::math`],
+    /// [`super::text_funcs`] and [`super::calendar`] (`None`: the binder's
+    /// own rule).
     pub fn unknown_arg_type(self, pos: usize) -> Option<ebbflow_common::DataType> {
         use ebbflow_common::DataType;
         if super::text_funcs::owns(self) {
             return Some(super::text_funcs::unknown_arg_type(self, pos));
+        }
+        if super::calendar::owns(self) {
+            return Some(super::calendar::unknown_arg_type(self, pos));
         }
         Some(match self {
             Func::Trunc if pos == 1 => DataType::Int32,
@@ -277,6 +286,9 @@ impl Func {
             "to_hex" => Func::ToHex,
             "quote_literal" => Func::QuoteLiteral,
             "md5" => Func::Md5,
+            "make_date" => Func::MakeDate,
+            "make_timestamp" => Func::MakeTimestamp,
+            "date_bin" => Func::DateBin,
             _ => return None,
         })
     }
@@ -425,6 +437,9 @@ impl Func {
             Func::ToHex => "to_hex",
             Func::QuoteLiteral => "quote_literal",
             Func::Md5 => "md5",
+            Func::MakeDate => "make_date",
+            Func::MakeTimestamp => "make_timestamp",
+            Func::DateBin => "date_bin",
         }
     }
 }

@@ -80,23 +80,7 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
         }
         _ => return Err(super::build::no_operator(func, &types)),
     };
-    let fits = |have: DataType, want: DataType| match want {
-        Int32 => matches!(have, Int16 | Int32),
-        other => have == other,
-    };
-    if types.len() != params.len() || !types.iter().zip(params).all(|(h, w)| fits(*h, *w)) {
-        return Err(super::build::no_operator(func, &types));
-    }
-    let args = args
-        .into_iter()
-        .zip(params)
-        .map(|(a, want)| super::build::build_cast(a, *want, true))
-        .collect::<ExprResult<Vec<_>>>()?;
-    Ok(Expr::Func {
-        func,
-        args,
-        ty: ret,
-    })
+    super::build::fixed_signature(func, args, params, ret)
 }
 
 fn too_large() -> ExprError {
