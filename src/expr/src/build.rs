@@ -88,34 +88,6 @@ fn is_unknown(e: &Expr) -> bool {
     )
 }
 
-/// A call of a function with one fixed signature: each argument must be
-/// implicitly castable to its parameter (a smaller integer to `int4`, any
-/// number to `double precision`, a date to `timestamp`), and is cast.
-pub(super) fn fixed_signature(
-    func: Func,
-    args: Vec<Expr>,
-    params: &[DataType],
-    ret: DataType,
-) -> ExprResult<Expr> {
-    use DataType::*;
-    let types: Vec<DataType> = args.iter().map(Expr::return_type).collect();
-    let fits = |have: DataType, want: DataType| match want {
-        Int32 => matches!(have, Int16 | Int32),
-        Float64 => numeric_rank(have).is_some(),
-        Timestamp => matches!(have, Date | Timestamp),
-        other => have == other,
-    };
-    if types.len() != params.len() || !types.iter().zip(params).all(|(h, w)| fits(*h, *w)) {
-        return Err(no_operator(func, &types));
-    }
-    let args = args
-        .into_iter()
-        .zip(params)
-        .map(|(a, want)| build_cast(a, *want, true))
-        .collect::<ExprResult<Vec<_>>>()?;
-    Ok(func_expr(func, args, ret))
-}
-
 pub(super) fn no_operator(func: Func, types: &[DataType]) -> ExprError {
     let msg = match (func.operator_symbol(), types) {
         (Some(op), [t]) => format!("operator does not exist: {} {}", op, t),
@@ -799,6 +771,9 @@ pub fn agg_return_type(kind: super::AggKind, arg: Option<DataType>) -> ExprResul
         )
     })
 }
+
+mod signature;
+pub(super) use signature::fixed_signature;
 
 #[cfg(test)]
 mod tests;

@@ -135,19 +135,7 @@ impl FrontendError {
 
     /// The same error with `detail` (PostgreSQL's DETAIL field).
     pub fn with_detail(self, detail: impl Into<String>) -> Self {
-        let (kind, message, hint) = match self {
-            FrontendError::Session {
-                kind,
-                message,
-                hint,
-                ..
-            } => (kind, message, hint),
-            other => (
-                other.kind(),
-                other.to_string(),
-                other.hint().map(str::to_owned),
-            ),
-        };
+        let (kind, message, _, hint) = self.into_parts();
         FrontendError::Session {
             kind,
             message,
@@ -158,24 +146,30 @@ impl FrontendError {
 
     /// The same error with `hint` (PostgreSQL's HINT field).
     pub fn with_hint(self, hint: impl Into<String>) -> Self {
-        let (kind, message, detail) = match self {
-            FrontendError::Session {
-                kind,
-                message,
-                detail,
-                ..
-            } => (kind, message, detail),
-            other => (
-                other.kind(),
-                other.to_string(),
-                other.detail().map(str::to_owned),
-            ),
-        };
+        let (kind, message, detail, _) = self.into_parts();
         FrontendError::Session {
             kind,
             message,
             detail,
             hint: Some(hint.into()),
+        }
+    }
+
+    /// Kind, message, detail and hint, whatever the variant.
+    fn into_parts(self) -> (ErrorKind, String, Option<String>, Option<String>) {
+        match self {
+            FrontendError::Session {
+                kind,
+                message,
+                detail,
+                hint,
+            } => (kind, message, detail, hint),
+            other => (
+                other.kind(),
+                other.to_string(),
+                other.detail().map(str::to_owned),
+                other.hint().map(str::to_owned),
+            ),
         }
     }
 }
