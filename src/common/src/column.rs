@@ -52,6 +52,7 @@ pub enum ScalarRef<'a> {
     Timestamp(NaiveDateTime),
     Interval(Interval),
     Array(&'a Arc<ArrayValue>),
+    Timestamptz(i64),
 }
 
 /// A nullable borrowed value.
@@ -72,6 +73,7 @@ impl ScalarValue {
             ScalarValue::Timestamp(v) => ScalarRef::Timestamp(*v),
             ScalarValue::Interval(v) => ScalarRef::Interval(*v),
             ScalarValue::Array(v) => ScalarRef::Array(v),
+            ScalarValue::Timestamptz(v) => ScalarRef::Timestamptz(*v),
         }
     }
 }
@@ -96,6 +98,7 @@ impl ScalarRef<'_> {
             ScalarRef::Timestamp(v) => ScalarValue::Timestamp(v),
             ScalarRef::Interval(v) => ScalarValue::Interval(v),
             ScalarRef::Array(v) => ScalarValue::Array(Arc::clone(v)),
+            ScalarRef::Timestamptz(v) => ScalarValue::Timestamptz(v),
         }
     }
 }
@@ -171,6 +174,8 @@ pub enum Column {
     /// Months (i32), days (i32), microseconds (i64), little-endian.
     Interval(FixedSizeBinaryArray),
     Array(ArrayColumn),
+    /// Microseconds since 1970-01-01 00:00 UTC.
+    Timestamptz(TimestampMicrosecondArray),
 }
 
 /// A column of arrays: shared array values, `None` for NULL.
@@ -193,7 +198,7 @@ impl Column {
             Column::Varchar(a) => a,
             Column::Boolean(a) => a,
             Column::Date(a) => a,
-            Column::Timestamp(a) => a,
+            Column::Timestamp(a) | Column::Timestamptz(a) => a,
             Column::Interval(a) => a,
             Column::Array(_) => return None,
         })
@@ -227,6 +232,7 @@ impl Column {
             Column::Timestamp(_) => DataType::Timestamp,
             Column::Interval(_) => DataType::Interval,
             Column::Array(a) => DataType::Array(a.elem),
+            Column::Timestamptz(_) => DataType::Timestamptz,
         })
     }
 
@@ -245,7 +251,7 @@ impl Column {
             Column::Varchar(a) => a.nulls(),
             Column::Boolean(a) => a.nulls(),
             Column::Date(a) => a.nulls(),
-            Column::Timestamp(a) => a.nulls(),
+            Column::Timestamp(a) | Column::Timestamptz(a) => a.nulls(),
             Column::Interval(a) => a.nulls(),
         }
     }
@@ -286,6 +292,7 @@ impl Column {
             Column::Timestamp(a) => ScalarRef::Timestamp(micros_to_timestamp(a.value(i))),
             Column::Interval(a) => ScalarRef::Interval(interval_from_bytes(a.value(i))),
             Column::Array(a) => ScalarRef::Array(a.values.get(i)?.as_ref()?),
+            Column::Timestamptz(a) => ScalarRef::Timestamptz(a.value(i)),
         })
     }
 
@@ -342,6 +349,9 @@ impl Column {
                 Column::Timestamp(out.as_primitive::<TimestampMicrosecondType>().clone())
             }
             Column::Interval(_) => Column::Interval(out.as_fixed_size_binary().clone()),
+            Column::Timestamptz(_) => {
+                Column::Timestamptz(out.as_primitive::<TimestampMicrosecondType>().clone())
+            }
         }
     }
 }
@@ -368,6 +378,7 @@ enum Builder {
     Timestamp(TimestampMicrosecondBuilder),
     Interval(FixedSizeBinaryBuilder),
     Array(ElemType, Vec<Option<Arc<ArrayValue>>>),
+    Timestamptz(TimestampMicrosecondBuilder),
 }
 
 impl Builder {
@@ -387,6 +398,9 @@ impl Builder {
             }
             DataType::Interval => Builder::Interval(FixedSizeBinaryBuilder::with_capacity(n, 16)),
             DataType::Array(e) => Builder::Array(e, Vec::with_capacity(n)),
+            DataType::Timestamptz => {
+                Builder::Timestamptz(TimestampMicrosecondBuilder::with_capacity(n))
+            }
         }
     }
 }
@@ -414,7 +428,7 @@ impl ColumnBuilder {
             Builder::Varchar(b) => b.append_null(),
             Builder::Boolean(b) => b.append_null(),
             Builder::Date(b) => b.append_null(),
-            Builder::Timestamp(b) => b.append_null(),
+            Builder::Timestamp(b) | Builder::Timestamptz(b) => b.append_null(),
             Builder::Array(_, v) => v.push(None),
         }
     }
@@ -447,6 +461,7 @@ impl ColumnBuilder {
             (Builder::Timestamp(b), ScalarRef::Timestamp(x)) => {
                 b.append_value(x.and_utc().timestamp_micros())
             }
+            (Builder::Timestamptz(b), ScalarRef::Timestamptz(x)) => b.append_value(x),
             (Builder::Interval(b), ScalarRef::Interval(x)) => {
                 let _ = b.append_value(interval_bytes(&x));
             }
@@ -481,6 +496,7 @@ impl ColumnBuilder {
             Builder::Boolean(mut b) => Column::Boolean(b.finish()),
             Builder::Date(mut b) => Column::Date(b.finish()),
             Builder::Timestamp(mut b) => Column::Timestamp(b.finish()),
+            Builder::Timestamptz(mut b) => Column::Timestamptz(b.finish()),
             Builder::Interval(mut b) => Column::Interval(b.finish()),
             Builder::Array(elem, v) => Column::Array(ArrayColumn {
                 elem,
@@ -505,6 +521,7 @@ impl ScalarRef<'_> {
             ScalarRef::Timestamp(_) => DataType::Timestamp,
             ScalarRef::Interval(_) => DataType::Interval,
             ScalarRef::Array(a) => DataType::Array(a.elem),
+            ScalarRef::Timestamptz(_) => DataType::Timestamptz,
         }
     }
 }
@@ -531,6 +548,7 @@ mod tests {
                     .and_then(|d| d.and_hms_micro_opt(3, 4, 5, 678_901))
                     .unwrap_or_default(),
             ),
+            ScalarValue::Timestamptz(-1_234_567_890_123),
             ScalarValue::Interval(Interval {
                 months: -1,
                 days: 40,

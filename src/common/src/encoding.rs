@@ -150,6 +150,7 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>, form: Form) {
             let micros = t.and_utc().timestamp_micros();
             buf.extend_from_slice(&(micros as u64 ^ (1 << 63)).to_be_bytes())
         }
+        ScalarRef::Timestamptz(micros) => buf.extend_from_slice(&int64_bytes(micros)),
         ScalarRef::Interval(i) => {
             // Order by total, then the parts so the value round-trips: a
             // key's are the canonical ones, so equal totals give equal
@@ -405,6 +406,9 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
                     .unwrap_or(NaiveDateTime::MIN),
             )
         }
+        DataType::Timestamptz => {
+            ScalarValue::Timestamptz((u64::from_be_bytes(r.take()?) ^ (1 << 63)) as i64)
+        }
         DataType::Interval => {
             let total = (u128::from_be_bytes(r.take()?) ^ (1 << 127)) as i128;
             let months = i32::from_be_bytes(r.take()?);
@@ -599,7 +603,7 @@ pub fn decode_datum_tagged(data: &mut &[u8]) -> Result<Datum, DecodeError> {
     decode_value(&mut Reader { data, flip: false }, ty).map(Some)
 }
 
-const ALL_TYPES: [DataType; 11] = [
+const ALL_TYPES: [DataType; 12] = [
     DataType::Int16,
     DataType::Int32,
     DataType::Int64,
@@ -611,6 +615,7 @@ const ALL_TYPES: [DataType; 11] = [
     DataType::Date,
     DataType::Timestamp,
     DataType::Interval,
+    DataType::Timestamptz,
 ];
 
 /// The tag of an array type is this plus its element type's position.

@@ -16,6 +16,7 @@ pub mod order;
 pub mod text;
 pub mod time_unit;
 pub mod types;
+pub mod zone;
 
 pub use bitmap::Bitmap;
 pub use chunk::{Op, StreamChunk, StreamChunkBuilder, CHUNK_SIZE};
@@ -28,6 +29,7 @@ pub use types::{
     identical, ArrayValue, DataType, Datum, ElemType, Field, Interval, Numeric, Row, ScalarValue,
     F64,
 };
+pub use zone::Zone;
 
 /// A hash map with a fast, non-cryptographic hasher, for executors' caches
 /// keyed by datums (hashed once or more per row).

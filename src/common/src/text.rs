@@ -21,9 +21,10 @@ use crate::ErrorKind;
 use rust_decimal::Decimal;
 
 use super::types::{DataType, Numeric, ScalarValue};
+use crate::Zone;
 
-pub use array::{format_array, parse_array};
-pub use datetime::{format_date, format_timestamp};
+pub use array::{format_array, format_array_in, parse_array, parse_array_in};
+pub use datetime::{format_date, format_timestamp, format_timestamptz, parse_timestamptz};
 pub use interval::format_interval;
 
 /// Error parsing a value from text; always a data exception.
@@ -48,13 +49,14 @@ impl ParseError {
     /// for datetime types.
     pub fn invalid(ty: DataType, s: &str) -> Self {
         let kind = match ty {
-            DataType::Date | DataType::Timestamp | DataType::Interval => {
+            DataType::Date | DataType::Timestamp | DataType::Timestamptz | DataType::Interval => {
                 ErrorKind::InvalidDatetimeFormat
             }
             _ => ErrorKind::InvalidTextRepresentation,
         };
         let name = match ty {
             DataType::Timestamp => "timestamp",
+            DataType::Timestamptz => "timestamp with time zone",
             other => other.pg_name(),
         };
         ParseError::new(
@@ -64,7 +66,14 @@ impl ParseError {
     }
 }
 
+/// The text of a value; a `timestamptz` is shown in UTC (see
+/// [`format_datum_in`] for the session's zone).
 pub fn format_datum(v: &ScalarValue) -> String {
+    format_datum_in(v, &Zone::UTC)
+}
+
+/// The text of a value, a `timestamptz` shown in `zone`.
+pub fn format_datum_in(v: &ScalarValue, zone: &Zone) -> String {
     match v {
         ScalarValue::Int16(x) => x.to_string(),
         ScalarValue::Int32(x) => x.to_string(),
@@ -77,7 +86,8 @@ pub fn format_datum(v: &ScalarValue) -> String {
         ScalarValue::Date(d) => format_date(d),
         ScalarValue::Timestamp(t) => format_timestamp(t),
         ScalarValue::Interval(i) => format_interval(i),
-        ScalarValue::Array(a) => format_array(a),
+        ScalarValue::Array(a) => format_array_in(a, zone),
+        ScalarValue::Timestamptz(t) => format_timestamptz(*t, zone),
     }
 }
 
@@ -281,7 +291,15 @@ fn midpoint_side(digits: &str, exp: i32, v: f64, single: bool) -> Option<bool> {
     }
 }
 
+/// Read a value from its text; a `timestamptz` without a zone is read in
+/// UTC (see [`parse_datum_in`]).
 pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
+    parse_datum_in(ty, s, &Zone::UTC)
+}
+
+/// Read a value from its text, a `timestamptz` without a zone of its own
+/// in `zone`.
+pub fn parse_datum_in(ty: DataType, s: &str, zone: &Zone) -> Result<ScalarValue, ParseError> {
     Ok(match ty {
         DataType::Int16 => ScalarValue::Int16(parse_int(ty, s)?),
         DataType::Int32 => ScalarValue::Int32(parse_int(ty, s)?),
@@ -294,7 +312,8 @@ pub fn parse_datum(ty: DataType, s: &str) -> Result<ScalarValue, ParseError> {
         DataType::Date => ScalarValue::Date(datetime::parse_date(s)?),
         DataType::Timestamp => ScalarValue::Timestamp(datetime::parse_timestamp(s)?),
         DataType::Interval => ScalarValue::Interval(interval::parse_interval(s)?),
-        DataType::Array(elem) => parse_array(elem, s)?,
+        DataType::Array(elem) => parse_array_in(elem, s, zone)?,
+        DataType::Timestamptz => ScalarValue::Timestamptz(parse_timestamptz(s, zone)?),
     })
 }
 

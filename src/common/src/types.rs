@@ -33,6 +33,9 @@ pub enum DataType {
     /// arrays of arrays as a type of their own (`int[][]` is `int[]`), so
     /// the element is always a scalar type and `DataType` stays `Copy`.
     Array(ElemType),
+    /// `timestamp with time zone`: an instant, kept as microseconds since
+    /// 1970-01-01 00:00 UTC and shown in the session's time zone.
+    Timestamptz,
 }
 
 /// The element type of an array: one of the scalar [`DataType`]s.
@@ -51,11 +54,12 @@ pub enum ElemType {
     Date,
     Timestamp,
     Interval,
+    Timestamptz,
 }
 
 impl ElemType {
     /// Every element type, in declaration order (the order of type tags).
-    pub const ALL: [ElemType; 11] = [
+    pub const ALL: [ElemType; 12] = [
         ElemType::Int16,
         ElemType::Int32,
         ElemType::Int64,
@@ -67,6 +71,7 @@ impl ElemType {
         ElemType::Date,
         ElemType::Timestamp,
         ElemType::Interval,
+        ElemType::Timestamptz,
     ];
 
     /// The scalar type of the elements.
@@ -83,6 +88,7 @@ impl ElemType {
             ElemType::Date => DataType::Date,
             ElemType::Timestamp => DataType::Timestamp,
             ElemType::Interval => DataType::Interval,
+            ElemType::Timestamptz => DataType::Timestamptz,
         }
     }
 
@@ -101,6 +107,7 @@ impl ElemType {
             DataType::Date => ElemType::Date,
             DataType::Timestamp => ElemType::Timestamp,
             DataType::Interval => ElemType::Interval,
+            DataType::Timestamptz => ElemType::Timestamptz,
             DataType::Array(_) => return None,
         })
     }
@@ -143,6 +150,7 @@ impl DataType {
                 ElemType::Date => "date[]",
                 ElemType::Timestamp => "timestamp without time zone[]",
                 ElemType::Interval => "interval[]",
+                ElemType::Timestamptz => "timestamp with time zone[]",
             },
             DataType::Int16 => "smallint",
             DataType::Int32 => "integer",
@@ -155,6 +163,7 @@ impl DataType {
             DataType::Date => "date",
             DataType::Timestamp => "timestamp without time zone",
             DataType::Interval => "interval",
+            DataType::Timestamptz => "timestamp with time zone",
         }
     }
 
@@ -188,6 +197,7 @@ impl DataType {
             DataType::Date => 1082,
             DataType::Timestamp => 1114,
             DataType::Interval => 1186,
+            DataType::Timestamptz => 1184,
             DataType::Array(e) => match e {
                 ElemType::Int16 => 1005,
                 ElemType::Int32 => 1007,
@@ -200,6 +210,7 @@ impl DataType {
                 ElemType::Date => 1182,
                 ElemType::Timestamp => 1115,
                 ElemType::Interval => 1187,
+                ElemType::Timestamptz => 1185,
             },
         }
     }
@@ -436,6 +447,8 @@ pub enum ScalarValue {
     /// Kept behind an `Arc` so a value stays as small as the other
     /// variants and a copy copies no elements.
     Array(Arc<ArrayValue>),
+    /// Microseconds since 1970-01-01 00:00 UTC.
+    Timestamptz(i64),
 }
 
 /// A one-dimensional array value: its element type (an empty array has
@@ -506,6 +519,7 @@ impl ScalarValue {
             ScalarValue::Timestamp(_) => DataType::Timestamp,
             ScalarValue::Interval(_) => DataType::Interval,
             ScalarValue::Array(a) => DataType::Array(a.elem),
+            ScalarValue::Timestamptz(_) => DataType::Timestamptz,
         }
     }
 

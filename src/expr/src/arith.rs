@@ -303,6 +303,9 @@ pub fn arith(op: ArithOp, a: &ScalarValue, b: &ScalarValue) -> ExprResult<Scalar
         (S::Timestamp(x), S::Timestamp(y)) if op == ArithOp::Sub => {
             S::Interval(timestamp_diff(*x, *y)?)
         }
+        (S::Timestamptz(x), S::Timestamptz(y)) if op == ArithOp::Sub => {
+            S::Interval(super::zoned::diff(*x, *y)?)
+        }
         (S::Interval(x), S::Interval(y)) if op == ArithOp::Add => S::Interval(interval_add(x, y)?),
         (S::Interval(x), S::Interval(y)) if op == ArithOp::Sub => {
             S::Interval(interval_add(x, &interval_neg(y)?)?)

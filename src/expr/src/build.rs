@@ -6,7 +6,7 @@
 //! take the type of the other operand (`date_col > '2024-01-01'`,
 //! `int_col = NULL`), and they can be cast to any type (parsed at bind time).
 
-use super::cast::cast_value;
+use super::cast::{cast_value, cast_value_in};
 use super::func::Func;
 use super::{Expr, ExprError, ExprResult};
 use ebbflow_common::DataType;
@@ -70,14 +70,14 @@ fn cast_context(from: DataType, to: DataType) -> Option<CastContext> {
         (_, Varchar) => Some(CastContext::Assignment),
         (Varchar, _) => Some(CastContext::Explicit),
         (Int32, Boolean) | (Boolean, Int32) => Some(CastContext::Explicit),
-        (Date, Timestamp) => Some(CastContext::Implicit),
-        (Timestamp, Date) => Some(CastContext::Assignment),
+        (Date | Timestamp, Timestamp | Timestamptz) => Some(CastContext::Implicit),
+        (Timestamp | Timestamptz, Date) | (Timestamptz, Timestamp) => Some(CastContext::Assignment),
         _ => None,
     }
 }
 
 /// Whether the expression plays PostgreSQL's `unknown` literal.
-fn is_unknown(e: &Expr) -> bool {
+pub(super) fn is_unknown(e: &Expr) -> bool {
     matches!(
         e,
         Expr::Literal { value: None, .. }
@@ -107,7 +107,7 @@ pub(super) fn no_operator(func: Func, types: &[DataType]) -> ExprError {
 
 /// Cast to a type chosen by resolution (always an allowed implicit cast or
 /// an unknown literal).
-fn coerce(e: Expr, ty: DataType) -> ExprResult<Expr> {
+pub(super) fn coerce(e: Expr, ty: DataType) -> ExprResult<Expr> {
     build_cast(e, ty, true)
 }
 
@@ -173,6 +173,9 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     }
     if super::calendar::owns(func) {
         return super::calendar::build(func, args);
+    }
+    if super::zoned::owns(func, &types) {
+        return super::zoned::build(func, args);
     }
     match func {
         Func::ArrayConstruct
@@ -572,6 +575,7 @@ fn comparison_type(a: DataType, b: DataType) -> Option<DataType> {
     }
     match (a, b) {
         (Date, Timestamp) | (Timestamp, Date) => Some(Timestamp),
+        (Date | Timestamp, Timestamptz) | (Timestamptz, Date | Timestamp) => Some(Timestamptz),
         _ => None,
     }
 }
@@ -674,12 +678,17 @@ pub fn build_cast(expr: Expr, ty: DataType, explicit: bool) -> ExprResult<Expr> 
             format!("cannot cast type {} to {}", from, ty),
         ));
     }
+    let zoned = super::zoned::cast_needs_zone(from, ty);
     if let Expr::Literal { value, .. } = expr {
         let value = match value {
             None => None,
+            Some(v) if zoned => Some(cast_value_in(v, ty, &super::zoned::session_zone().0)?),
             Some(v) => Some(cast_value(v, ty)?),
         };
         return Ok(Expr::Literal { value, ty });
+    }
+    if zoned {
+        return Ok(super::zoned::zoned_cast(expr, ty));
     }
     Ok(Expr::Cast {
         expr: Box::new(expr),
@@ -699,6 +708,7 @@ pub fn common_type(a: DataType, b: DataType) -> ExprResult<DataType> {
     }
     match (a, b) {
         (Date, Timestamp) | (Timestamp, Date) => Ok(Timestamp),
+        (Date | Timestamp, Timestamptz) | (Timestamptz, Date | Timestamp) => Ok(Timestamptz),
         (Array(x), Array(y)) => match common_type(x.data_type(), y.data_type()) {
             Ok(t) => Ok(t.array_of()),
             Err(_) => Err(ExprError::new(

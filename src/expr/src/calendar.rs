@@ -34,6 +34,10 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     let (params, ret): (&[DataType], DataType) = match func {
         Func::MakeDate => (&[Int32, Int32, Int32], Date),
         Func::MakeTimestamp => (&[Int32, Int32, Int32, Int32, Int32, Float64], Timestamp),
+        // `date_bin` over instants is the same arithmetic in UTC.
+        _ if args.iter().any(|a| a.return_type() == Timestamptz) => {
+            (&[Interval, Timestamptz, Timestamptz], Timestamptz)
+        }
         _ => (&[Interval, Timestamp, Timestamp], Timestamp),
     };
     super::build::fixed_signature(func, args, params, ret)
@@ -195,6 +199,15 @@ pub(super) fn apply_strict(func: Func, vals: &[ScalarValue]) -> Option<ExprResul
         _ => match vals {
             [S::Interval(stride), S::Timestamp(ts), S::Timestamp(origin)] => {
                 Ok(S::Timestamp(date_bin(stride, *ts, *origin)?))
+            }
+            [S::Interval(stride), S::Timestamptz(ts), S::Timestamptz(origin)] => {
+                let utc = |t: i64| {
+                    DateTime::from_timestamp_micros(t)
+                        .map(|t| t.naive_utc())
+                        .ok_or_else(|| overflow("timestamp out of range".into()))
+                };
+                let bin = date_bin(stride, utc(*ts)?, utc(*origin)?)?;
+                Ok(S::Timestamptz(to_micros(bin)))
             }
             _ => Err(internal()),
         },

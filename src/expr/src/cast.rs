@@ -5,8 +5,8 @@ use ebbflow_common::ErrorKind;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::{ExprError, ExprResult};
-use ebbflow_common::text::{format_datum, format_decimal, parse_datum, parse_decimal};
-use ebbflow_common::{DataType, Numeric, ScalarValue, F64};
+use ebbflow_common::text::{format_datum_in, format_decimal, parse_datum_in, parse_decimal};
+use ebbflow_common::{DataType, Numeric, ScalarValue, Zone, F64};
 
 /// `integer out of range` and friends (numeric_value_out_of_range).
 pub fn int_out_of_range(ty: DataType) -> ExprError {
@@ -150,9 +150,28 @@ fn f64_to_f32(v: f64) -> ExprResult<f64> {
 }
 
 /// Cast a non-null value to `to`, PostgreSQL style. Callers decide whether
-/// the cast is allowed in their context; impossible casts fail with cannot_coerce.
+/// the cast is allowed in their context; impossible casts fail with
+/// cannot_coerce. A cast that depends on the time zone is done in UTC
+/// (see [`cast_value_in`]).
 pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
+    cast_value_in(v, to, &Zone::UTC)
+}
+
+/// The `timestamp out of range` error (datetime_field_overflow).
+pub fn timestamp_out_of_range() -> ExprError {
+    ExprError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
+}
+
+/// [`cast_value`] with the casts among `timestamptz`, `timestamp`, `date`
+/// and text done in `zone`.
+pub fn cast_value_in(v: ScalarValue, to: DataType, zone: &Zone) -> ExprResult<ScalarValue> {
     use ScalarValue as S;
+    let local = |t: i64| {
+        zone.to_local(t)
+            .map(|(l, _)| l)
+            .ok_or_else(timestamp_out_of_range)
+    };
+    let instant = |l: chrono::NaiveDateTime| zone.from_local(&l).ok_or_else(timestamp_out_of_range);
     let from = v.data_type();
     if from == to {
         return Ok(v);
@@ -165,15 +184,15 @@ pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
                 .iter()
                 .map(|d| {
                     d.clone()
-                        .map(|v| cast_value(v, elem.data_type()))
+                        .map(|v| cast_value_in(v, elem.data_type(), zone))
                         .transpose()
                 })
                 .collect::<ExprResult<Vec<_>>>()?;
             S::array(elem, items)
         }
         (S::Boolean(b), DataType::Varchar) => S::varchar(if b { "true" } else { "false" }),
-        (v, DataType::Varchar) => S::varchar(format_datum(&v)),
-        (S::Varchar(s), to) => parse_datum(to, &s)?,
+        (v, DataType::Varchar) => S::varchar(format_datum_in(&v, zone)),
+        (S::Varchar(s), to) => parse_datum_in(to, &s, zone)?,
         (S::Int16(x), to) => from_i64(x as i64, to)?,
         (S::Int32(x), DataType::Boolean) => S::Boolean(x != 0),
         (S::Int32(x), to) => from_i64(x as i64, to)?,
@@ -193,6 +212,12 @@ pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
         (S::Boolean(b), DataType::Int32) => S::Int32(b as i32),
         (S::Date(d), DataType::Timestamp) => S::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
         (S::Timestamp(t), DataType::Date) => S::Date(t.date()),
+        (S::Timestamptz(t), DataType::Timestamp) => S::Timestamp(local(t)?),
+        (S::Timestamptz(t), DataType::Date) => S::Date(local(t)?.date()),
+        (S::Timestamp(t), DataType::Timestamptz) => S::Timestamptz(instant(t)?),
+        (S::Date(d), DataType::Timestamptz) => {
+            S::Timestamptz(instant(d.and_time(chrono::NaiveTime::MIN))?)
+        }
         (_, to) => return Err(cannot_cast(from, to)),
     })
 }

@@ -64,8 +64,13 @@ fn out_of_range() -> ExprError {
 
 /// `date_trunc(unit, ts)`.
 pub fn date_trunc(name: &str, ts: NaiveDateTime) -> ExprResult<NaiveDateTime> {
+    date_trunc_as(name, ts, TIMESTAMP)
+}
+
+/// [`date_trunc`] with errors naming the type `ty`.
+pub fn date_trunc_as(name: &str, ts: NaiveDateTime, ty: &str) -> ExprResult<NaiveDateTime> {
     use Unit::*;
-    let u = parse_unit(name, TIMESTAMP)?;
+    let u = parse_unit(name, ty)?;
     let (date, time) = (ts.date(), ts.time());
     let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).ok_or_else(out_of_range);
     let first_of = |y: i64, m: u32| {
@@ -127,7 +132,7 @@ pub fn date_trunc(name: &str, ts: NaiveDateTime) -> ExprResult<NaiveDateTime> {
             return Err(ExprError::new(
                 ErrorKind::InvalidParameterValue,
                 format!(
-                    "unit \"{}\" not recognized for type {TIMESTAMP}",
+                    "unit \"{}\" not recognized for type {ty}",
                     name.to_lowercase()
                 ),
             ))
@@ -182,8 +187,13 @@ fn date_field(u: Unit, date: NaiveDate) -> Option<i64> {
 /// `extract(unit FROM ts)`: a numeric, with PostgreSQL's scales (6 for
 /// seconds and epoch, 3 for milliseconds, 0 for the rest).
 pub fn extract_timestamp(name: &str, ts: NaiveDateTime) -> ExprResult<Decimal> {
+    extract_timestamp_as(name, ts, TIMESTAMP)
+}
+
+/// [`extract_timestamp`] with errors naming the type `ty`.
+pub fn extract_timestamp_as(name: &str, ts: NaiveDateTime, ty: &str) -> ExprResult<Decimal> {
     use Unit::*;
-    let u = parse_unit(name, TIMESTAMP)?;
+    let u = parse_unit(name, ty)?;
     let time = ts.time();
     let micros_of_minute = time.second() as i64 * 1_000_000 + (time.nanosecond() / 1000) as i64;
     Ok(match u {
@@ -195,8 +205,8 @@ pub fn extract_timestamp(name: &str, ts: NaiveDateTime) -> ExprResult<Decimal> {
         Epoch => Decimal::new(ts.and_utc().timestamp_micros(), 6),
         // PostgreSQL's result has up to 35 digits (the day and a fraction
         // of up to 28 places), more than our numeric holds.
-        Julian => return Err(not_supported(name, TIMESTAMP)),
-        _ => Decimal::from(date_field(u, ts.date()).ok_or_else(|| not_supported(name, TIMESTAMP))?),
+        Julian => return Err(not_supported(name, ty)),
+        _ => Decimal::from(date_field(u, ts.date()).ok_or_else(|| not_supported(name, ty))?),
     })
 }
 

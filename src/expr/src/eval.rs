@@ -303,6 +303,9 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
     if let Some(r) = super::calendar::apply_strict(func, &vals) {
         return r;
     }
+    if let Some(r) = super::zoned::apply(func, ty, &vals) {
+        return r;
+    }
     match func {
         Func::Add => Ok(Some(arith(ArithOp::Add, v(0)?, v(1)?)?)),
         Func::Sub => Ok(Some(arith(ArithOp::Sub, v(0)?, v(1)?)?)),

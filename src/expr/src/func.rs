@@ -180,6 +180,12 @@ pub enum Func {
     MakeTimestamp,
     /// `date_bin(stride, timestamp, origin)`.
     DateBin,
+    // time zones (see [`super::zoned`])
+    /// `timezone(zone, value)`, i.e. `value AT TIME ZONE zone`.
+    Timezone,
+    /// `[value, zone]`: a cast that depends on the time zone (to or from
+    /// `timestamptz`), in the zone the statement was bound in. Internal.
+    CastInZone,
 }
 
 impl Func {
@@ -289,6 +295,7 @@ impl Func {
             "make_date" => Func::MakeDate,
             "make_timestamp" => Func::MakeTimestamp,
             "date_bin" => Func::DateBin,
+            "timezone" => Func::Timezone,
             _ => return None,
         })
     }
@@ -440,6 +447,8 @@ impl Func {
             Func::MakeDate => "make_date",
             Func::MakeTimestamp => "make_timestamp",
             Func::DateBin => "date_bin",
+            Func::Timezone => "timezone",
+            Func::CastInZone => "cast",
         }
     }
 }

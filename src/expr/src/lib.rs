@@ -34,6 +34,7 @@ mod text_funcs;
 mod to_char;
 pub mod vector;
 pub mod window;
+pub mod zoned;
 
 use ebbflow_common::text::ParseError;
 use ebbflow_common::{DataType, Datum, ErrorKind};

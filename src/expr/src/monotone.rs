@@ -19,6 +19,11 @@ impl Expr {
                 (Func::Add, [x, c]) | (Func::Add, [c, x]) if lit(c) => x.monotone_input(),
                 (Func::Sub, [x, c]) if lit(c) => x.monotone_input(),
                 (Func::DateTrunc, [unit, x]) if lit(unit) => x.monotone_input(),
+                // The same over `timestamptz`, in a fixed zone.
+                (Func::Add, [x, c, z]) | (Func::Sub, [x, c, z]) if lit(c) && lit(z) => {
+                    x.monotone_input()
+                }
+                (Func::DateTrunc, [unit, x, z]) if lit(unit) && lit(z) => x.monotone_input(),
                 _ => None,
             },
             Expr::Cast { expr, ty } => {

@@ -14,7 +14,8 @@
 //!
 //! Years follow PostgreSQL: `YYYY` of 44 BC is `0044` (with `BC` to say
 //! so), `CC` of 1 BC is `-01`. A timestamp has no time zone, so `TZ`/`tz`
-//! print nothing and `TZH`, `TZM`, `OF` a zero offset. Names are English
+//! print nothing and `TZH`, `TZM`, `OF` a zero offset; a `timestamptz`
+//! prints its zone's abbreviation and offset. Names are English
 //! (the C locale; `TM` only drops the padding).
 
 use std::cell::RefCell;
@@ -38,7 +39,8 @@ enum Key {
     /// `RM`/`rm`: the month in Roman numerals.
     RomanMonth(bool),
     /// Time-zone name (`TZ`, `tz`): none for a timestamp.
-    TzName,
+    /// Upper case (`TZ`) or lower (`tz`).
+    TzName(bool),
     Tzh,
     Tzm,
     Of,
@@ -136,7 +138,7 @@ const PATTERNS: &[(&str, Key)] = &[
     ("SS", Num(Num::Ss)),
     ("TZH", Tzh),
     ("TZM", Tzm),
-    ("TZ", TzName),
+    ("TZ", TzName(true)),
     ("US", Num(Num::Frac(6))),
     ("WW", Num(Num::Ww)),
     ("W", Num(Num::W)),
@@ -190,7 +192,7 @@ const PATTERNS: &[(&str, Key)] = &[
     ("ss", Num(Num::Ss)),
     ("tzh", Tzh),
     ("tzm", Tzm),
-    ("tz", TzName),
+    ("tz", TzName(false)),
     ("us", Num(Num::Frac(6))),
     ("ww", Num(Num::Ww)),
     ("w", Num(Num::W)),
@@ -452,6 +454,12 @@ fn name(s: &str, case: Letters, pad: bool) -> String {
 
 /// `to_char(ts, template)`; `None` for an empty template, as PostgreSQL.
 pub fn to_char(ts: NaiveDateTime, template: &str) -> Option<String> {
+    to_char_in(ts, None, template)
+}
+
+/// `to_char` of a local time with its zone: the offset in effect
+/// (seconds east) and the zone's abbreviation (`TZ`, `TZH`, `TZM`, `OF`).
+pub fn to_char_in(ts: NaiveDateTime, zone: Option<(i32, &str)>, template: &str) -> Option<String> {
     if template.is_empty() {
         return None;
     }
@@ -500,10 +508,30 @@ pub fn to_char(ts: NaiveDateTime, template: &str) -> Option<String> {
                 };
                 out.push_str(&if fill { r } else { format!("{r:<4}") });
             }
-            TzName | Fx => {}
-            Tzh => out.push_str("+00"),
-            Tzm => out.push_str("00"),
-            Of => out.push_str(if fill { "+0" } else { "+00" }),
+            Fx => {}
+            TzName(upper) => {
+                if let Some((_, abbr)) = zone {
+                    out.push_str(&if upper {
+                        abbr.to_uppercase()
+                    } else {
+                        abbr.to_lowercase()
+                    });
+                }
+            }
+            Tzh | Tzm | Of => {
+                let off = zone.map_or(0, |(o, _)| o);
+                let sign = if off < 0 { '-' } else { '+' };
+                let (h, m) = (off.unsigned_abs() / 3600, off.unsigned_abs() / 60 % 60);
+                match key {
+                    Tzh => out.push_str(&format!("{sign}{h:02}")),
+                    Tzm => out.push_str(&format!("{m:02}")),
+                    _ if fill => out.push_str(&format!("{sign}{h}")),
+                    _ => out.push_str(&format!("{sign}{h:02}")),
+                }
+                if key == Of && m != 0 {
+                    out.push_str(&format!(":{m:02}"));
+                }
+            }
             Num(n) => {
                 let digits = number(n, &ts, fill);
                 out.push_str(&digits);

@@ -201,6 +201,11 @@ pub trait Session: Send + Sync {
 
     /// Apply the data of a `COPY … FROM STDIN` that returned
     /// [`StatementResult::CopyIn`]: every row or none, as one statement.
+    /// The session's `TimeZone`: `timestamptz` values are shown in it.
+    fn time_zone(&self) -> ebbflow_common::Zone {
+        ebbflow_common::Zone::UTC
+    }
+
     async fn copy_in(&self, copy: CopyIn, data: Vec<u8>) -> Result<StatementResult, FrontendError> {
         let _ = (copy, data);
         Err(FrontendError::new(

@@ -1,7 +1,7 @@
 //! The extended query protocol: Parse, Bind, Describe, Execute (Sync,
 //! Flush and Close are pgwire's defaults).
 
-use ebbflow_common::ErrorKind;
+use ebbflow_common::{ErrorKind, Zone};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -46,6 +46,7 @@ fn declared_type(ty: &Type) -> Result<Option<DataType>, FrontendError> {
         19 | 25 | 1042 | 1043 => DataType::Varchar,
         1082 => DataType::Date,
         1114 => DataType::Timestamp,
+        1184 => DataType::Timestamptz,
         1186 => DataType::Interval,
         _ => {
             return Err(FrontendError::new(
@@ -163,6 +164,7 @@ fn decode_params(
     statement_name: &str,
     codes: &[i16],
     raw: &[Option<Bytes>],
+    zone: &Zone,
 ) -> Result<Vec<Datum>, FrontendError> {
     let expected = stmt.param_types.len();
     if raw.len() != expected {
@@ -184,7 +186,7 @@ fn decode_params(
         .zip(&stmt.param_types)
         .zip(formats)
         .enumerate()
-        .map(|(i, ((value, ty), format))| decode_param(*ty, format, value.as_deref(), i))
+        .map(|(i, ((value, ty), format))| decode_param(*ty, format, value.as_deref(), i, zone))
         .collect()
 }
 
@@ -217,11 +219,13 @@ impl ExtendedQueryHandler for Connection {
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(stmt)) => {
                 let prepared = &stmt.statement;
+                let zone = self.session()?.time_zone();
                 decode_params(
                     prepared,
                     shown_name,
                     &message.parameter_format_codes,
                     &message.parameters,
+                    &zone,
                 )
                 .map_err(user_error)?;
                 result_formats(&message.result_column_format_codes, &prepared.fields)
@@ -376,8 +380,12 @@ impl ExtendedQueryHandler for Connection {
                     *state.lock().await = PortalExecutionState::Finished;
                     return send_copy_out(client, columns, lines, tag).await;
                 }
-                other => into_response(other, &format_codes(&portal.result_column_format))
-                    .map_err(user_error)?,
+                other => into_response(
+                    other,
+                    &format_codes(&portal.result_column_format),
+                    &self.session()?.time_zone(),
+                )
+                .map_err(user_error)?,
             };
             match response {
                 Response::Query(rows) => portal.start(rows).await,
@@ -434,7 +442,12 @@ impl ExtendedQueryHandler for Connection {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let result = self.run_portal(portal).await?;
-        into_response(result, &format_codes(&portal.result_column_format)).map_err(user_error)
+        into_response(
+            result,
+            &format_codes(&portal.result_column_format),
+            &self.session()?.time_zone(),
+        )
+        .map_err(user_error)
     }
 }
 
@@ -449,6 +462,7 @@ impl Connection {
             &stmt.id,
             &format_codes(&portal.parameter_format),
             &portal.parameters,
+            &session.time_zone(),
         )
         .map_err(user_error)?;
         let mut types = prepared.declared.clone();

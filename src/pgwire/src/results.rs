@@ -15,7 +15,7 @@ use pgwire::messages::response::CommandComplete;
 use pgwire::messages::PgWireBackendMessage;
 
 use super::value::{encode_value, resolve_formats, type_size, Format};
-use ebbflow_common::{DataType, Field, Row};
+use ebbflow_common::{DataType, Field, Row, Zone};
 use ebbflow_frontend::{FrontendError, StatementResult};
 
 pub(super) fn pg_type(ty: DataType) -> Type {
@@ -41,7 +41,12 @@ pub(super) fn row_description(fields: &[FieldInfo]) -> RowDescription {
     RowDescription::new(fields.iter().map(FieldDescription::from).collect())
 }
 
-fn encode_row(fields: &[Field], row: &Row, formats: &[Format]) -> Result<DataRow, FrontendError> {
+fn encode_row(
+    fields: &[Field],
+    row: &Row,
+    formats: &[Format],
+    zone: &Zone,
+) -> Result<DataRow, FrontendError> {
     if row.len() != fields.len() {
         return Err(FrontendError::internal(format!(
             "a row has {} values for {} columns",
@@ -53,7 +58,7 @@ fn encode_row(fields: &[Field], row: &Row, formats: &[Format]) -> Result<DataRow
         .map_err(|_| FrontendError::new(ErrorKind::TooManyColumns, "too many result columns"))?;
     let mut buf = BytesMut::new();
     for ((field, value), format) in fields.iter().zip(row).zip(formats) {
-        encode_value(&mut buf, field.data_type, value, *format)?;
+        encode_value(&mut buf, field.data_type, value, *format, zone)?;
     }
     Ok(DataRow::new(buf, count))
 }
@@ -64,6 +69,7 @@ fn encode_row(fields: &[Field], row: &Row, formats: &[Format]) -> Result<DataRow
 pub(super) fn into_response(
     result: StatementResult,
     format_codes: &[i16],
+    zone: &Zone,
 ) -> Result<Response, FrontendError> {
     Ok(match result {
         StatementResult::Rows { fields, rows, tag } => {
@@ -76,7 +82,7 @@ pub(super) fn into_response(
             })?;
             let rows = rows
                 .iter()
-                .map(|row| encode_row(&fields, row, &formats).map(Ok))
+                .map(|row| encode_row(&fields, row, &formats, zone).map(Ok))
                 .collect::<Result<Vec<PgWireResult<DataRow>>, _>>()?;
             let schema = Arc::new(field_infos(&fields, &formats));
             let mut response = QueryResponse::new(schema, stream::iter(rows));

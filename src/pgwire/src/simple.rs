@@ -54,7 +54,7 @@ impl SimpleQueryHandler for Connection {
                 // (pgwire's loop sends it).
                 StatementResult::CopyIn(c) => return start_copy_in(self, client, c, false).await,
                 other => {
-                    let response = match into_response(other, &[]) {
+                    let response = match into_response(other, &[], &session.time_zone()) {
                         Ok(r) => r,
                         Err(e) => Response::Error(Box::new(error_info(e))),
                     };

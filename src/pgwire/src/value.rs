@@ -13,8 +13,8 @@ use chrono::{NaiveDate, NaiveDateTime, TimeDelta};
 use ebbflow_common::ErrorKind;
 use rust_decimal::Decimal;
 
-use ebbflow_common::text::{format_datum, parse_datum};
-use ebbflow_common::{DataType, Datum, ElemType, Interval, Numeric, ScalarValue};
+use ebbflow_common::text::{format_datum_in, parse_datum_in};
+use ebbflow_common::{DataType, Datum, ElemType, Interval, Numeric, ScalarValue, Zone};
 use ebbflow_frontend::FrontendError;
 
 /// The wire format of one value, chosen per column by the client.
@@ -53,7 +53,7 @@ pub(super) fn type_size(ty: DataType) -> i16 {
         DataType::Boolean => 1,
         DataType::Int16 => 2,
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
-        DataType::Int64 | DataType::Float64 | DataType::Timestamp => 8,
+        DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::Timestamptz => 8,
         DataType::Interval => 16,
         DataType::Decimal | DataType::Varchar | DataType::Array(_) => -1,
     }
@@ -66,6 +66,7 @@ pub(super) fn encode_value(
     ty: DataType,
     value: &Datum,
     format: Format,
+    zone: &Zone,
 ) -> Result<(), FrontendError> {
     let Some(value) = value else {
         buf.put_i32(-1);
@@ -74,7 +75,7 @@ pub(super) fn encode_value(
     let len_at = buf.len();
     buf.put_i32(0);
     match format {
-        Format::Text => buf.put_slice(format_datum(value).as_bytes()),
+        Format::Text => buf.put_slice(format_datum_in(value, zone).as_bytes()),
         Format::Binary => encode_binary(buf, ty, value)?,
     }
     let len = i32::try_from(buf.len() - len_at - 4).map_err(|_| {
@@ -83,6 +84,9 @@ pub(super) fn encode_value(
     buf[len_at..len_at + 4].copy_from_slice(&len.to_be_bytes());
     Ok(())
 }
+
+/// 2000-01-01 00:00 UTC in microseconds since 1970.
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 fn pg_epoch_date() -> NaiveDate {
     NaiveDate::from_ymd_opt(2000, 1, 1).unwrap_or_default()
@@ -132,7 +136,7 @@ fn encode_binary(
                 buf.put_i32(1);
             }
             for item in &a.items {
-                encode_value(buf, elem.data_type(), item, Format::Binary)?;
+                encode_value(buf, elem.data_type(), item, Format::Binary, &Zone::UTC)?;
             }
         }
         DataType::Int16 => {
@@ -192,6 +196,12 @@ fn encode_binary(
                 .num_microseconds()
                 .ok_or_else(out_of_range)?;
             buf.put_i64(micros);
+        }
+        DataType::Timestamptz => {
+            let ScalarValue::Timestamptz(t) = value else {
+                return Err(mismatch());
+            };
+            buf.put_i64(t.checked_sub(PG_EPOCH_MICROS).ok_or_else(out_of_range)?);
         }
         DataType::Interval => {
             let ScalarValue::Interval(i) = value else {
@@ -265,6 +275,7 @@ pub(super) fn decode_param(
     format: Format,
     raw: Option<&[u8]>,
     index: usize,
+    zone: &Zone,
 ) -> Result<Datum, FrontendError> {
     let Some(raw) = raw else {
         return Ok(None);
@@ -277,7 +288,7 @@ pub(super) fn decode_param(
                     "invalid byte sequence for encoding \"UTF8\"",
                 )
             })?;
-            parse_datum(ty, s)?
+            parse_datum_in(ty, s, zone)?
         }
         Format::Binary => decode_binary(ty, raw).ok_or_else(|| {
             FrontendError::new(
@@ -381,6 +392,12 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
         DataType::Timestamp => {
             let micros = i64::from_be_bytes(be(raw)?);
             ScalarValue::Timestamp(pg_epoch().checked_add_signed(TimeDelta::microseconds(micros))?)
+        }
+        DataType::Timestamptz => {
+            let t = i64::from_be_bytes(be(raw)?).checked_add(PG_EPOCH_MICROS)?;
+            // Only instants chrono can show are values.
+            Zone::UTC.to_local(t)?;
+            ScalarValue::Timestamptz(t)
         }
         DataType::Interval => {
             let raw: [u8; 16] = be(raw)?;
@@ -542,7 +559,8 @@ mod tests {
         assert!(decode_numeric(&[0, 1]).is_none());
         assert!(decode_binary(DataType::Date, &i32::MAX.to_be_bytes()).is_none());
         assert!(decode_binary(DataType::Timestamp, &i64::MIN.to_be_bytes()).is_none());
-        let err = decode_param(DataType::Int32, Format::Binary, Some(&[1]), 1).unwrap_err();
+        let err =
+            decode_param(DataType::Int32, Format::Binary, Some(&[1]), 1, &Zone::UTC).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidBinaryRepresentation);
         assert_eq!(
             err.to_string(),
@@ -571,6 +589,12 @@ mod tests {
             decode_binary(DataType::Timestamp, &buf),
             Some(ScalarValue::Timestamp(t))
         );
+        // timestamptz: the instant, from 2000-01-01 00:00 UTC, in any zone.
+        let tz = ScalarValue::Timestamptz(t.and_utc().timestamp_micros());
+        let mut buf = BytesMut::new();
+        encode_binary(&mut buf, DataType::Timestamptz, &tz).unwrap();
+        assert_eq!(&buf[..], &86_401_000_005i64.to_be_bytes());
+        assert_eq!(decode_binary(DataType::Timestamptz, &buf), Some(tz));
     }
 
     #[test]

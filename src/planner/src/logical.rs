@@ -139,9 +139,12 @@ impl LogicalPlan {
                 f.push(Field::new("unnest", elem));
                 f
             }
-            LogicalPlan::HopWindow { input, .. } => {
+            LogicalPlan::HopWindow {
+                input, time_col, ..
+            } => {
                 let mut f = input.fields();
-                f.extend(WINDOW_FIELDS.map(|n| Field::new(n, DataType::Timestamp)));
+                let ty = time_col.return_type();
+                f.extend(WINDOW_FIELDS.map(|n| Field::new(n, ty)));
                 f
             }
             LogicalPlan::OverWindow {

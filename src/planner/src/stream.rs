@@ -438,7 +438,7 @@ impl<'a> StreamPlanner<'a> {
                     window: *window,
                     input_width: Some(phys),
                 });
-                node.types.extend([DataType::Timestamp; 2]);
+                node.types.extend([time_col.return_type(); 2]);
                 // A row is in several windows: the window start tells them
                 // apart. The distribution is the input's, whose columns
                 // pass through.

@@ -130,7 +130,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         Column::Varchar(a) => a,
         Column::Boolean(a) => a,
         Column::Date(a) => a,
-        Column::Timestamp(a) => a,
+        Column::Timestamp(a) | Column::Timestamptz(a) => a,
     };
     match array.logical_nulls() {
         Some(nulls) if nulls.null_count() > 0 => {
@@ -153,7 +153,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         Column::Float32(a) => le(buf, a.values(), f32::to_le_bytes),
         Column::Float64(a) => le(buf, a.values(), f64::to_le_bytes),
         Column::Date(a) => le(buf, a.values(), i32::to_le_bytes),
-        Column::Timestamp(a) => le(buf, a.values(), i64::to_le_bytes),
+        Column::Timestamp(a) | Column::Timestamptz(a) => le(buf, a.values(), i64::to_le_bytes),
         Column::Decimal(a) | Column::Interval(a) => {
             for i in 0..a.len() {
                 buf.extend_from_slice(a.value(i));
@@ -287,6 +287,10 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
             PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
                 .map_err(bad)?,
         ),
+        DataType::Timestamptz => Column::Timestamptz(
+            PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
         DataType::Decimal | DataType::Interval => {
             let bytes = take(data, rows * 16)?;
             let array = FixedSizeBinaryArray::try_new(16, Buffer::from(bytes.to_vec()), nulls)
@@ -359,6 +363,9 @@ mod tests {
                     day.and_hms_micro_opt(10, 11, 12, 123_456).expect("time"),
                 )),
                 Some(ScalarValue::Interval(Interval::new(i as i32 % 13, -3, i))),
+                Some(ScalarValue::Timestamptz(
+                    i % 1_000_000_000_000 * 1_000_003 - 7,
+                )),
                 Some(ScalarValue::array(
                     ebbflow_common::ElemType::Varchar,
                     vec![Some(ScalarValue::varchar(text)), None],
@@ -369,7 +376,7 @@ mod tests {
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 12],
+                vec![None; 13],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
@@ -383,7 +390,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.columns().len(), 12);
+        assert_eq!(chunk.columns().len(), 13);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),

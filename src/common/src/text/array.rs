@@ -7,8 +7,9 @@
 use crate::ErrorKind;
 use std::sync::Arc;
 
-use super::{format_datum, parse_datum, ParseError};
+use super::{format_datum_in, parse_datum_in, ParseError};
 use crate::types::{ArrayValue, Datum, ElemType, ScalarValue};
+use crate::Zone;
 
 /// PostgreSQL's `array_isspace`.
 fn is_space(c: char) -> bool {
@@ -19,6 +20,11 @@ fn is_space(c: char) -> bool {
 /// are empty, spell `NULL`, or hold a space, a quote, a backslash, a brace
 /// or the delimiter; inside quotes `"` and `\` are escaped with `\`.
 pub fn format_array(a: &ArrayValue) -> String {
+    format_array_in(a, &Zone::UTC)
+}
+
+/// [`format_array`] with `timestamptz` elements shown in `zone`.
+pub fn format_array_in(a: &ArrayValue, zone: &Zone) -> String {
     let mut out = String::from("{");
     for (i, item) in a.items.iter().enumerate() {
         if i > 0 {
@@ -27,7 +33,7 @@ pub fn format_array(a: &ArrayValue) -> String {
         match item {
             None => out.push_str("NULL"),
             Some(v) => {
-                let text = format_datum(v);
+                let text = format_datum_in(v, zone);
                 let quote = text.is_empty()
                     || text.eq_ignore_ascii_case("null")
                     || text
@@ -62,6 +68,11 @@ fn malformed(s: &str, detail: &str) -> ParseError {
 /// Parse `{…}` into an array of `elem`, each element through the element
 /// type's own input function.
 pub fn parse_array(elem: ElemType, s: &str) -> Result<ScalarValue, ParseError> {
+    parse_array_in(elem, s, &Zone::UTC)
+}
+
+/// [`parse_array`] with `timestamptz` elements read in `zone`.
+pub fn parse_array_in(elem: ElemType, s: &str, zone: &Zone) -> Result<ScalarValue, ParseError> {
     let body = s.trim_start_matches(is_space);
     let Some(body) = body.strip_prefix('{') else {
         return Err(malformed(
@@ -140,7 +151,7 @@ pub fn parse_array(elem: ElemType, s: &str) -> Result<ScalarValue, ParseError> {
                     items.push(if is_null {
                         None
                     } else {
-                        Some(parse_datum(elem.data_type(), &text)?)
+                        Some(parse_datum_in(elem.data_type(), &text, zone)?)
                     });
                     if c == '}' {
                         closed = true;

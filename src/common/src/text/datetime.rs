@@ -4,7 +4,8 @@ use crate::ErrorKind;
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike};
 
 use super::{pg_trim, ParseError};
-use crate::DataType;
+use crate::zone::format_offset;
+use crate::{DataType, Zone};
 
 /// `2024-01-02`, or `0044-03-15 BC` for years before 1 AD.
 pub fn format_date(d: &NaiveDate) -> String {
@@ -15,6 +16,28 @@ pub fn format_date(d: &NaiveDate) -> String {
 /// `2024-01-02 03:04:05` with the fraction of a second, if any, printed
 /// without trailing zeros (`.123`, `.000001`).
 pub fn format_timestamp(t: &NaiveDateTime) -> String {
+    let (mut out, bc) = timestamp_body(t);
+    out.push_str(bc);
+    out
+}
+
+/// `2024-01-02 03:04:05+01`: the instant in `zone`, with the offset in
+/// effect (`+05:30`, `-04:56:02` when it has minutes or seconds).
+pub fn format_timestamptz(micros: i64, zone: &Zone) -> String {
+    match zone.to_local(micros) {
+        Some((local, off)) => {
+            let (mut out, bc) = timestamp_body(&local);
+            out.push_str(&format_offset(off));
+            out.push_str(bc);
+            out
+        }
+        // Outside chrono's years (never stored: input is checked).
+        None => format!("{micros} microseconds since 1970-01-01 00:00:00+00"),
+    }
+}
+
+/// A timestamp without its era, and the era suffix (` BC` or nothing).
+fn timestamp_body(t: &NaiveDateTime) -> (String, &'static str) {
     let (year, bc) = pg_year(t.year());
     let mut out = format!(
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
@@ -26,8 +49,7 @@ pub fn format_timestamp(t: &NaiveDateTime) -> String {
         t.second()
     );
     push_fraction(&mut out, t.nanosecond().min(999_999_999) / 1000);
-    out.push_str(bc);
-    out
+    (out, bc)
 }
 
 /// Append `.ffffff` without trailing zeros (nothing when zero).
@@ -164,26 +186,77 @@ pub fn parse_date(s: &str) -> Result<NaiveDate, ParseError> {
 }
 
 /// PostgreSQL `timestamp_in` for ISO-style input: a date, then optionally
-/// `T` or spaces and a time; time-zone suffixes are ignored.
+/// `T` or spaces and a time; a time zone after it is checked and ignored.
 pub fn parse_timestamp(s: &str) -> Result<NaiveDateTime, ParseError> {
+    parse_local(DataType::Timestamp, s).map(|(ts, _)| ts)
+}
+
+/// PostgreSQL `timestamptz_in`: a timestamp and an optional zone (`Z`,
+/// `+02`, `-08:00`, `EST`, `America/New_York`, `UTC+3`); without one the
+/// time is read in `zone`. The result is microseconds since 1970 UTC.
+pub fn parse_timestamptz(s: &str, zone: &Zone) -> Result<i64, ParseError> {
+    let (local, own) = parse_local(DataType::Timestamptz, s)?;
+    own.as_ref()
+        .unwrap_or(zone)
+        .from_local(&local)
+        .ok_or_else(|| ParseError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range"))
+}
+
+/// The local date and time of a timestamp literal, and its zone if one
+/// is written after the time.
+fn parse_local(ty: DataType, s: &str) -> Result<(NaiveDateTime, Option<Zone>), ParseError> {
     let t = pg_trim(s);
     if t.eq_ignore_ascii_case("epoch") {
-        return Ok(NaiveDate::from_ymd_opt(1970, 1, 1)
-            .unwrap_or_default()
-            .and_time(NaiveTime::MIN));
+        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+        return Ok((epoch.and_time(NaiveTime::MIN), Some(Zone::UTC)));
     }
-    let (d, time, bc) = split_datetime(t);
-    let date = parse_date_part(DataType::Timestamp, s, d, bc)?;
-    let Some(time) = time else {
-        return Ok(date.and_time(NaiveTime::MIN));
+    let (d, rest, bc) = split_datetime(t);
+    let date = parse_date_part(ty, s, d, bc)?;
+    let (time, zone) = match rest {
+        None => ("", None),
+        Some(rest) => split_zone(rest),
     };
-    let (time, carry) = parse_time_part(DataType::Timestamp, s, time)?;
+    let zone = match zone {
+        None => None,
+        Some(z) => Some(Zone::for_literal(z).ok_or_else(|| {
+            let numeric = z.starts_with(['+', '-'])
+                && z[1..].bytes().all(|b| b.is_ascii_digit() || b == b':');
+            if numeric {
+                ParseError::new(
+                    ErrorKind::InvalidTimeZoneDisplacementValue,
+                    format!("time zone displacement out of range: \"{s}\""),
+                )
+            } else {
+                ParseError::new(
+                    ErrorKind::InvalidParameterValue,
+                    format!("time zone \"{}\" not recognized", z.to_lowercase()),
+                )
+            }
+        })?),
+    };
+    if time.is_empty() {
+        return Ok((date.and_time(NaiveTime::MIN), zone));
+    }
+    let (time, carry) = parse_time_part(ty, s, time)?;
     let ts = date.and_time(time);
     if carry {
-        ts.checked_add_signed(TimeDelta::days(1)).ok_or_else(|| {
+        let next = ts.checked_add_signed(TimeDelta::days(1)).ok_or_else(|| {
             ParseError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
-        })
+        })?;
+        Ok((next, zone))
     } else {
-        Ok(ts)
+        Ok((ts, zone))
+    }
+}
+
+/// Split `10:00:00.5+05:30` / `10:00 America/New_York` / `+02` into the
+/// time and the zone written after it.
+fn split_zone(rest: &str) -> (&str, Option<&str>) {
+    match rest.find(|c: char| c == '+' || c == '-' || c.is_ascii_alphabetic() || c == ' ') {
+        None => (rest, None),
+        Some(i) => {
+            let zone = rest[i..].trim();
+            (rest[..i].trim(), (!zone.is_empty()).then_some(zone))
+        }
     }
 }

@@ -295,7 +295,10 @@ impl LocalSession {
     }
 
     async fn execute(&self, stmt: &Statement, params: &ParamContext) -> FResult<StatementResult> {
-        let bound = ebbflow_sql::bind(stmt, &self.catalog(), params)?;
+        let zone = self.vars.lock().time_zone();
+        let bound = ebbflow_expr::zoned::with_session_zone(&zone, || {
+            ebbflow_sql::bind(stmt, &self.catalog(), params)
+        })?;
         self.execute_bound(bound).await
     }
 
@@ -491,6 +494,11 @@ impl LocalSession {
 
 #[async_trait]
 impl Session for LocalSession {
+    fn time_zone(&self) -> ebbflow_common::Zone {
+        let setting = self.vars.lock().time_zone();
+        ebbflow_common::Zone::for_setting(&setting).map_or(ebbflow_common::Zone::UTC, |(z, _)| z)
+    }
+
     async fn run_simple(&self, sql: &str) -> (Vec<StatementResult>, Option<FrontendError>) {
         let stmts = match ebbflow_sql::parse(sql) {
             Ok(s) => s,
@@ -529,7 +537,10 @@ impl Session for LocalSession {
         let Some(stmt) = stmts.first() else {
             return Ok((vec![], vec![]));
         };
-        let (bound, types) = ebbflow_sql::describe(stmt, &self.catalog(), param_types)?;
+        let zone = self.vars.lock().time_zone();
+        let (bound, types) = ebbflow_expr::zoned::with_session_zone(&zone, || {
+            ebbflow_sql::describe(stmt, &self.catalog(), param_types)
+        })?;
         let fields = match bound {
             BoundStatement::Query { plan, names } => query_fields(&plan, names),
             BoundStatement::ShowVariable { name } => vec![Field::new(name, DataType::Varchar)],

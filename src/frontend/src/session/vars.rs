@@ -50,6 +50,14 @@ impl Default for Vars {
 }
 
 impl Vars {
+    /// The `TimeZone` setting (always a valid one: `SET` checks it).
+    pub(super) fn time_zone(&self) -> String {
+        self.other
+            .get("timezone")
+            .cloned()
+            .unwrap_or_else(|| "UTC".into())
+    }
+
     /// The `search_path` setting as written.
     pub(super) fn search_path(&self) -> String {
         self.other
@@ -212,6 +220,20 @@ impl LocalSession {
                         ))
                     }
                 }
+            }
+            "timezone" => {
+                let v = value
+                    .filter(|v| {
+                        !v.eq_ignore_ascii_case("local") && !v.eq_ignore_ascii_case("default")
+                    })
+                    .unwrap_or_else(|| "UTC".into());
+                let (_, shown) = ebbflow_common::Zone::for_setting(&v).ok_or_else(|| {
+                    FrontendError::new(
+                        ErrorKind::InvalidParameterValue,
+                        format!("invalid value for parameter \"TimeZone\": \"{v}\""),
+                    )
+                })?;
+                vars.other.insert(name, shown);
             }
             "streaming_parallelism" => {
                 vars.streaming_parallelism = match value {

@@ -138,7 +138,7 @@ const PG_PROCS: &[(&str, i16, i32)] = &[
     ("has_database_privilege", 2, 16),
     ("has_schema_privilege", 2, 16),
     ("has_table_privilege", 2, 16),
-    ("now", 0, 1114),
+    ("now", 0, 1184),
     ("obj_description", 2, 25),
     ("pg_backend_pid", 0, 23),
     ("pg_encoding_to_char", 1, 19),

@@ -178,6 +178,7 @@ impl Binder<'_> {
         if !matches!(
             ty,
             DataType::Timestamp
+                | DataType::Timestamptz
                 | DataType::Date
                 | DataType::Int16
                 | DataType::Int32
@@ -186,7 +187,7 @@ impl Binder<'_> {
             return Err(SqlError::new(
                 ErrorKind::DatatypeMismatch,
                 format!(
-                    "a watermark column must be a timestamp, date or integer, not {}",
+                    "a watermark column must be a timestamp, timestamptz, date or integer, not {}",
                     ty.pg_name()
                 ),
             ));
@@ -205,6 +206,14 @@ impl Binder<'_> {
         self.ctx = saved;
         let bound = bound?;
         let expr = self.resolve(bound, ty)?;
+        if expr.monotone_input() != Some(column) {
+            return Err(SqlError::new(
+                ErrorKind::FeatureNotSupported,
+                format!(
+                    "the watermark expression must be \"{name}\" or \"{name}\" minus a constant"
+                ),
+            ));
+        }
         if expr.return_type() != ty {
             return Err(SqlError::new(
                 ErrorKind::DatatypeMismatch,
@@ -212,14 +221,6 @@ impl Binder<'_> {
                     "the watermark expression must be of the column's type {}, not {}",
                     ty.pg_name(),
                     expr.return_type().pg_name()
-                ),
-            ));
-        }
-        if expr.monotone_input() != Some(column) {
-            return Err(SqlError::new(
-                ErrorKind::FeatureNotSupported,
-                format!(
-                    "the watermark expression must be \"{name}\" or \"{name}\" minus a constant"
                 ),
             ));
         }

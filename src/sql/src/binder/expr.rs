@@ -526,7 +526,19 @@ impl Binder<'_> {
                 let source = self.resolve(source, DataType::Timestamp)?;
                 Ok(BExpr::Typed(build_func(Func::Extract, vec![unit, source])?))
             }
-            E::AtTimeZone { .. } => Err(SqlError::unsupported("AT TIME ZONE")),
+            E::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => {
+                let source = self.bind_expr(scope, timestamp)?;
+                let source = self.resolve(source, DataType::Timestamptz)?;
+                let zone = self.bind_expr(scope, time_zone)?;
+                let zone = self.resolve(zone, DataType::Varchar)?;
+                Ok(BExpr::Typed(build_func(
+                    Func::Timezone,
+                    vec![zone, source],
+                )?))
+            }
             E::AnyOp { .. } | E::AllOp { .. } => Err(SqlError::unsupported("ANY/ALL")),
             other => Err(SqlError::unsupported(format!("expression \"{other}\""))),
         }

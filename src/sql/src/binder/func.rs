@@ -99,7 +99,9 @@ impl Binder<'_> {
                 | F::Greatest
                 | F::Least => common().unwrap_or(DataType::Varchar),
                 F::Add | F::Sub => match first {
-                    Some(DataType::Date | DataType::Timestamp) => DataType::Interval,
+                    Some(DataType::Date | DataType::Timestamp | DataType::Timestamptz) => {
+                        DataType::Interval
+                    }
                     Some(t) => t,
                     None => DataType::Varchar,
                 },

@@ -397,16 +397,24 @@ impl Binder<'_> {
                 }
                 // `current_timestamp(p)` / `localtimestamp(p)` take a precision.
                 arity(n <= 1)?;
-                if name == "current_date" {
-                    Expr::literal(
-                        Some(ScalarValue::Date(session.statement_time.date())),
-                        DataType::Date,
-                    )
-                } else {
-                    Expr::literal(
-                        Some(ScalarValue::Timestamp(session.statement_time)),
-                        DataType::Timestamp,
-                    )
+                // The statement's instant; `localtimestamp` and
+                // `current_date` are its local time in the session zone.
+                let instant = session.statement_time.and_utc().timestamp_micros();
+                let zone = ebbflow_expr::zoned::session_zone().0;
+                let local = zone
+                    .to_local(instant)
+                    .map_or(session.statement_time, |(l, _)| l);
+                match name {
+                    "current_date" => {
+                        Expr::literal(Some(ScalarValue::Date(local.date())), DataType::Date)
+                    }
+                    "localtimestamp" => {
+                        Expr::literal(Some(ScalarValue::Timestamp(local)), DataType::Timestamp)
+                    }
+                    _ => Expr::literal(
+                        Some(ScalarValue::Timestamptz(instant)),
+                        DataType::Timestamptz,
+                    ),
                 }
             }
             "pg_typeof" => {

@@ -107,19 +107,22 @@ impl Binder<'_> {
         let time = self.bind_expr(&scope, exprs[1])?;
         let time = match time.hint() {
             Some(DataType::Timestamp) => self.resolve(time, DataType::Timestamp)?,
+            // Windows over instants are aligned in UTC, as RisingWave does.
+            Some(DataType::Timestamptz) => self.resolve(time, DataType::Timestamptz)?,
             Some(DataType::Date) => build_cast(self.finalize(time)?, DataType::Timestamp, true)?,
             None => self.resolve(time, DataType::Timestamp)?,
             Some(t) => {
                 return Err(SqlError::new(
                     ErrorKind::DatatypeMismatch,
                     format!(
-                        "the time column of {} must be a timestamp or a date, not {}",
-                        kind.name(),
-                        t.pg_name()
-                    ),
+                    "the time column of {} must be a timestamp, a timestamptz or a date, not {}",
+                    kind.name(),
+                    t.pg_name()
+                ),
                 ))
             }
         };
+        let time_ty = time.return_type();
         let mut intervals = Vec::with_capacity(n);
         for (e, what) in exprs[2..].iter().zip(kind.intervals()) {
             intervals.push(self.constant_interval(e, what)?);
@@ -134,7 +137,13 @@ impl Binder<'_> {
                 let mut args = vec![time, interval_lit(size)];
                 args.extend(offset.map(interval_lit));
                 let start = build_func(Func::TumbleStart, args)?;
-                let end = build_func(Func::Add, vec![start.clone(), interval_lit(size)])?;
+                // Over instants the end is exact time after the start (a
+                // day-long window is 24 hours in any zone).
+                let width = match time_ty {
+                    DataType::Timestamptz => Interval::new(0, 0, size.total_micros() as i64),
+                    _ => *size,
+                };
+                let end = build_func(Func::Add, vec![start.clone(), interval_lit(&width)])?;
                 let mut fields = input.fields();
                 let mut exprs: Vec<Expr> = fields
                     .iter()
@@ -142,7 +151,7 @@ impl Binder<'_> {
                     .map(|(i, f)| Expr::input_ref(i, f.data_type))
                     .collect();
                 exprs.extend([start, end]);
-                fields.extend(WINDOW_FIELDS.map(|f| Field::new(f, DataType::Timestamp)));
+                fields.extend(WINDOW_FIELDS.map(|f| Field::new(f, time_ty)));
                 LogicalPlan::Project {
                     input: Box::new(input),
                     exprs,
@@ -161,7 +170,7 @@ impl Binder<'_> {
             scope.columns.push(ScopeColumn {
                 table: table.clone(),
                 name: name.to_string(),
-                ty: DataType::Timestamp,
+                ty: time_ty,
                 hidden: false,
                 unqualified: true,
             });

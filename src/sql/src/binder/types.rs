@@ -5,7 +5,7 @@ use rust_decimal::Decimal;
 use sqlparser::ast::{self, ExactNumberInfo, TimezoneInfo};
 
 use crate::{SqlError, SqlResult};
-use ebbflow_common::text::parse_datum;
+use ebbflow_common::text::parse_datum_in;
 use ebbflow_common::{DataType, ScalarValue};
 use ebbflow_expr::Expr;
 
@@ -35,6 +35,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
         T::Bool | T::Boolean => DataType::Boolean,
         T::Date => DataType::Date,
         T::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => DataType::Timestamp,
+        T::Timestamp(_, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) => DataType::Timestamptz,
         T::Interval { .. } => DataType::Interval,
         // `int[]`, `int[3]`, `integer ARRAY`: sizes are ignored, as in
         // PostgreSQL; `int[][]` is `int[]` too.
@@ -56,6 +57,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
                 "bool" | "boolean" => DataType::Boolean,
                 "date" => DataType::Date,
                 "timestamp" => DataType::Timestamp,
+                "timestamptz" => DataType::Timestamptz,
                 "interval" => DataType::Interval,
                 _ => return Err(unsupported()),
             }
@@ -79,6 +81,7 @@ pub fn internal_type_name(ty: DataType) -> &'static str {
         DataType::Date => "date",
         DataType::Timestamp => "timestamp",
         DataType::Interval => "interval",
+        DataType::Timestamptz => "timestamptz",
         // `'{1}'::int[]` is named after its element type, as in PostgreSQL.
         DataType::Array(e) => internal_type_name(e.data_type()),
     }
@@ -119,6 +122,7 @@ pub fn number_literal(text: &str) -> SqlResult<Expr> {
 /// Parse the text of an unknown-typed literal as `ty` (PostgreSQL's input
 /// function for the type).
 pub fn text_literal(text: &str, ty: DataType) -> SqlResult<Expr> {
-    let v = parse_datum(ty, text).map_err(|e| SqlError::new(e.kind, e.message))?;
+    let zone = ebbflow_expr::zoned::session_zone().0;
+    let v = parse_datum_in(ty, text, &zone).map_err(|e| SqlError::new(e.kind, e.message))?;
     Ok(Expr::literal(Some(v), ty))
 }

@@ -92,6 +92,7 @@ fn random_value(rng: &mut StdRng, ty: DataType) -> ScalarValue {
                 .naive_utc(),
         ),
         DataType::Interval => ScalarValue::Interval(random_interval(rng)),
+        DataType::Timestamptz => ScalarValue::Timestamptz(rng.gen_range(-3..3) * 1_000_000),
         DataType::Array(e) => {
             let n = rng.gen_range(0..3);
             ScalarValue::array(

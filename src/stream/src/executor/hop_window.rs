@@ -77,12 +77,22 @@ impl Executor for HopWindowExecutor {
         let time = input
             .iter()
             .find_map(|w| self.time_col.at_watermark(w.column, &w.value));
-        if let Some(ScalarValue::Timestamp(t)) = time {
-            let oldest = self.window.count() - 1;
-            if let Some((start, end)) = self.window.window(to_micros(t), oldest) {
-                out.push(Watermark::new(width, ScalarValue::Timestamp(start)));
-                out.push(Watermark::new(width + 1, ScalarValue::Timestamp(end)));
+        let oldest = self.window.count() - 1;
+        match time {
+            Some(ScalarValue::Timestamp(t)) => {
+                if let Some((start, end)) = self.window.window(to_micros(t), oldest) {
+                    out.push(Watermark::new(width, ScalarValue::Timestamp(start)));
+                    out.push(Watermark::new(width + 1, ScalarValue::Timestamp(end)));
+                }
             }
+            Some(ScalarValue::Timestamptz(t)) => {
+                if let Some((start, end)) = self.window.window(t, oldest) {
+                    let (start, end) = (to_micros(start), to_micros(end));
+                    out.push(Watermark::new(width, ScalarValue::Timestamptz(start)));
+                    out.push(Watermark::new(width + 1, ScalarValue::Timestamptz(end)));
+                }
+            }
+            _ => {}
         }
         Ok(out)
     }
@@ -95,8 +105,9 @@ impl Executor for HopWindowExecutor {
     ) -> StreamResult<()> {
         let (time, errors) = self.time_col.eval_chunk(&chunk);
         log_errors(self.actor_id, &chunk, &errors);
+        let instants = matches!(time, Column::Timestamptz(_));
         let times = match &time {
-            Column::Timestamp(a) => a,
+            Column::Timestamp(a) | Column::Timestamptz(a) => a,
             // Only NULL times: no row is in any window.
             Column::Null(_) => return Ok(()),
             other => {
@@ -119,8 +130,13 @@ impl Executor for HopWindowExecutor {
             let ends = TimestampMicrosecondArray::from(ends);
             let valid = starts.nulls().map(|n| n.inner().clone());
             let mut columns = chunk.columns().to_vec();
-            columns.push(Column::Timestamp(starts));
-            columns.push(Column::Timestamp(ends));
+            if instants {
+                columns.push(Column::Timestamptz(starts));
+                columns.push(Column::Timestamptz(ends));
+            } else {
+                columns.push(Column::Timestamp(starts));
+                columns.push(Column::Timestamp(ends));
+            }
             let mut c = StreamChunk::new(ops.clone(), columns, chunk.visibility().cloned());
             if let Some(v) = valid {
                 c = c.with_visibility(ops.clone(), v);

@@ -145,6 +145,9 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                         .map(|t| t.naive_utc())
                         .unwrap_or_default(),
                 ),
+                DataType::Timestamptz => {
+                    ScalarValue::Timestamptz((1_700_000_000 + int().clamp(0, 1 << 32)) * 1_000_000)
+                }
                 DataType::Interval => {
                     ScalarValue::Interval(ebbflow_common::Interval::new(0, 0, int() * 1_000_000))
                 }

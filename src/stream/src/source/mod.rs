@@ -27,6 +27,7 @@ use ebbflow_storage::{StateTable, StorageResult};
 fn watermark_to_i64(v: &ScalarValue) -> Option<i64> {
     match v {
         ScalarValue::Timestamp(t) => Some(t.and_utc().timestamp_micros()),
+        ScalarValue::Timestamptz(t) => Some(*t),
         ScalarValue::Date(d) => Some(
             d.signed_duration_since(chrono::NaiveDate::default())
                 .num_days(),
@@ -40,6 +41,7 @@ fn watermark_from_i64(ty: DataType, v: i64) -> Option<ScalarValue> {
         DataType::Timestamp => {
             ScalarValue::Timestamp(chrono::DateTime::from_timestamp_micros(v)?.naive_utc())
         }
+        DataType::Timestamptz => ScalarValue::Timestamptz(v),
         DataType::Date => ScalarValue::Date(
             chrono::NaiveDate::default().checked_add_signed(chrono::TimeDelta::try_days(v)?)?,
         ),

@@ -46,10 +46,12 @@ fn ddl_create_table() {
     err("CREATE TABLE p (a int, A int)", ErrorKind::DuplicateColumn);
     let e = err("CREATE TABLE p (a json)", ErrorKind::FeatureNotSupported);
     assert!(e.to_string().contains("JSON"), "{}", e.to_string());
-    err(
-        "CREATE TABLE p (a timestamp with time zone)",
-        ErrorKind::FeatureNotSupported,
-    );
+    match ok("CREATE TABLE p (a timestamp with time zone, b timestamptz)") {
+        BoundStatement::CreateTable { columns, .. } => {
+            assert!(columns.iter().all(|c| c.data_type == DataType::Timestamptz))
+        }
+        other => panic!("{other:?}"),
+    }
     err(
         "CREATE TABLE p (a int PRIMARY KEY, b int, PRIMARY KEY (b))",
         ErrorKind::InvalidTableDefinition,
