@@ -56,6 +56,35 @@ public class JdbcTest {
                 check(rs.next() && rs.getLong(1) == 4, "view rows");
             }
 
+            // timestamptz: an OffsetDateTime in and out (pgJDBC sends the
+            // JVM's zone as the startup TimeZone); the same instant comes
+            // back, in text and in binary.
+            try (Statement s = c.createStatement()) {
+                s.execute("create table jz (id int primary key, t timestamptz)");
+            }
+            java.time.OffsetDateTime odt = java.time.OffsetDateTime.parse("2024-03-10T02:30:00.123456-05:00");
+            try (PreparedStatement p = c.prepareStatement("insert into jz values (?, ?)")) {
+                p.setInt(1, 1);
+                p.setObject(2, odt);
+                check(p.executeUpdate() == 1, "insert timestamptz");
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("flush");
+            }
+            for (int round = 0; round < 3; round++) {
+                try (PreparedStatement p = c.prepareStatement("select t, t + interval '1 hour' from jz where id = ?")) {
+                    p.setInt(1, 1);
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.getMetaData().getColumnTypeName(1).equals("timestamptz"), "timestamptz type name");
+                        check(rs.next(), "timestamptz row");
+                        java.time.OffsetDateTime got = rs.getObject(1, java.time.OffsetDateTime.class);
+                        check(got.isEqual(odt), "timestamptz round trip: " + got);
+                        check(rs.getTimestamp(1).toInstant().equals(odt.toInstant()), "getTimestamp instant");
+                        check(rs.getObject(2, java.time.OffsetDateTime.class).isEqual(odt.plusHours(1)), "plus an hour");
+                    }
+                }
+            }
+
             DatabaseMetaData meta = c.getMetaData();
             Set<String> schemas = new HashSet<>();
             try (ResultSet rs = meta.getSchemas()) {

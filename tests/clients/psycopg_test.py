@@ -65,6 +65,32 @@ for binary in (False, True):
     check(c.fetchone(), (42, "ax", False, datetime.date(2000, 2, 29)),
           f"expressions (binary={binary})")
 
+# timestamptz: instants in and out, as parameters and results, in text
+# and binary, whatever the session zone (reported in ParameterStatus).
+cur.execute("create table py_tz (k int primary key, t timestamptz)")
+est = datetime.timezone(datetime.timedelta(hours=-5))
+instant = datetime.datetime(2024, 3, 10, 2, 30, 0, 123456, tzinfo=est)
+cur.execute("insert into py_tz values (%s, %s)", (1, instant))
+cur.execute("insert into py_tz values (2, '2024-11-03 01:30:00 America/New_York')")
+cur.execute("flush")
+fold = datetime.datetime(2024, 11, 3, 6, 30, tzinfo=datetime.timezone.utc)
+for zone in ("Asia/Kolkata", "America/New_York", "UTC"):
+    cur.execute(f"set time zone '{zone}'")
+    check(conn.pgconn.parameter_status(b"TimeZone"), zone.encode(), "TimeZone reported")
+    for binary in (False, True):
+        c = conn.cursor(binary=binary)
+        for _ in range(3):  # past the prepare threshold
+            c.execute("select t from py_tz where k = %s", (1,))
+            check(c.fetchone()[0], instant, f"timestamptz in {zone} (binary={binary})")
+        c.execute("select t from py_tz where k = 2")
+        # An ambiguous local time (fold=1) never equals across zones in
+        # Python: compare in UTC.
+        check(c.fetchone()[0].astimezone(datetime.timezone.utc), fold,
+              f"fold in {zone} (binary={binary})")
+        c.execute("select %s::timestamptz + interval '1 day'", (instant,))
+        check(c.fetchone()[0], instant + datetime.timedelta(days=1),
+              f"timestamptz arithmetic in {zone} (binary={binary})")
+
 # copy() in and out.
 with cur.copy("copy py_t (k, v) from stdin") as copy:
     for i in range(200, 210):

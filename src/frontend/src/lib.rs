@@ -206,6 +206,12 @@ pub trait Session: Send + Sync {
         ebbflow_common::Zone::UTC
     }
 
+    /// The `TimeZone` setting as `SHOW` prints it (reported to the client
+    /// in ParameterStatus when it changes).
+    fn time_zone_setting(&self) -> String {
+        "UTC".into()
+    }
+
     async fn copy_in(&self, copy: CopyIn, data: Vec<u8>) -> Result<StatementResult, FrontendError> {
         let _ = (copy, data);
         Err(FrontendError::new(

@@ -1,12 +1,12 @@
 //! One connection: its handlers, its session, and the startup handshake.
 
-use ebbflow_common::ErrorKind;
+use ebbflow_common::{ErrorKind, Zone};
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
-use futures::Sink;
+use futures::{Sink, SinkExt};
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
@@ -18,6 +18,7 @@ use pgwire::api::{
     METADATA_APPLICATION_NAME, METADATA_DATABASE, METADATA_USER,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::extended::Parser;
@@ -141,13 +142,17 @@ impl ServerParameterProvider for ServerParameters {
             .get(METADATA_APPLICATION_NAME)
             .cloned()
             .unwrap_or_default();
+        let time_zone = meta
+            .get("TimeZone")
+            .and_then(|tz| Zone::for_setting(tz))
+            .map_or_else(|| "UTC".to_owned(), |(_, shown)| shown);
         let params = [
             ("server_version", SERVER_VERSION.to_owned()),
             ("server_encoding", "UTF8".to_owned()),
             ("client_encoding", "UTF8".to_owned()),
             ("DateStyle", "ISO, MDY".to_owned()),
             ("IntervalStyle", "postgres".to_owned()),
-            ("TimeZone", "UTC".to_owned()),
+            ("TimeZone", time_zone),
             ("integer_datetimes", "on".to_owned()),
             ("standard_conforming_strings", "on".to_owned()),
             ("is_superuser", "on".to_owned()),
@@ -219,6 +224,28 @@ impl StartupHandler for Connection {
     }
 }
 
+/// Send ParameterStatus `TimeZone` if the statement just run changed it,
+/// as PostgreSQL reports the settings clients track.
+pub(super) async fn report_time_zone<C>(
+    client: &mut C,
+    session: &dyn Session,
+    before: &str,
+) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let now = session.time_zone_setting();
+    if now != before {
+        let status = ParameterStatus::new("TimeZone".to_owned(), now);
+        client
+            .send(PgWireBackendMessage::ParameterStatus(status))
+            .await?;
+    }
+    Ok(())
+}
+
 impl Connection {
     /// Authenticated: the session, BackendKeyData, parameters, ready.
     async fn open_session<C>(&self, client: &mut C, user: String) -> PgWireResult<()>
@@ -235,9 +262,17 @@ impl Connection {
         let (pid, secret_key) = self.server.pids.generate(&*client);
         client.set_pid_and_secret_key(pid, secret_key);
         // Startup happens once per connection, so the slot is empty here.
-        let _ = self
-            .session
-            .set(self.server.factory.new_session(&user, &database));
+        let session = self.server.factory.new_session(&user, &database);
+        // A `TimeZone` in the startup packet (pgJDBC sends the JVM's) is
+        // the session's, if it is a valid one.
+        if let Some(tz) = client.metadata().get("TimeZone").cloned() {
+            if Zone::for_setting(&tz).is_some() {
+                let _ = session
+                    .run_simple(&format!("SET timezone = '{}'", tz.replace('\'', "''")))
+                    .await;
+            }
+        }
+        let _ = self.session.set(session);
         finish_authentication(client, &ServerParameters).await
     }
 }

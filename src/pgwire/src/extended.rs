@@ -365,8 +365,11 @@ impl ExtendedQueryHandler for Connection {
         let not_started = matches!(*state.lock().await, PortalExecutionState::Initial);
         if not_started {
             client.set_state(PgWireConnectionState::QueryInProgress);
+            let session = self.session()?;
+            let zone_before = session.time_zone_setting();
             let result = self.run_portal(&portal).await;
             client.set_state(PgWireConnectionState::ReadyForQuery);
+            super::conn::report_time_zone(client, &*session, &zone_before).await?;
             let response = match result? {
                 StatementResult::CopyIn(c) => {
                     *state.lock().await = PortalExecutionState::Finished;

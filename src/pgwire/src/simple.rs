@@ -35,8 +35,10 @@ impl SimpleQueryHandler for Connection {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let session = self.session()?;
+        let zone_before = session.time_zone_setting();
         let (results, error) = session.run_simple(&query.query).await;
         client.set_state(PgWireConnectionState::ReadyForQuery);
+        super::conn::report_time_zone(client, &*session, &zone_before).await?;
         // A query string with no statement (only blanks, semicolons or
         // comments) gets EmptyQueryResponse, as in PostgreSQL.
         if results.is_empty() && error.is_none() {

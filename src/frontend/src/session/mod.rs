@@ -494,6 +494,10 @@ impl LocalSession {
 
 #[async_trait]
 impl Session for LocalSession {
+    fn time_zone_setting(&self) -> String {
+        self.vars.lock().time_zone()
+    }
+
     fn time_zone(&self) -> ebbflow_common::Zone {
         let setting = self.vars.lock().time_zone();
         ebbflow_common::Zone::for_setting(&setting).map_or(ebbflow_common::Zone::UTC, |(z, _)| z)

@@ -427,7 +427,7 @@ pub fn pg_rows(st: &MetaState, name: &str, id: TableId, session: &SessionInfo) -
                         None,
                         precision,
                         scale,
-                        if t == DataType::Timestamp {
+                        if matches!(t, DataType::Timestamp | DataType::Timestamptz) {
                             int(6)
                         } else {
                             None
