@@ -587,7 +587,8 @@ impl Postgres {
     /// `pg_ctl start` on `self.port`, waiting until it accepts connections.
     fn launch(&mut self) -> Result<(), String> {
         let mut conf = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off",
+            // UTC, ebbflow's default zone, whatever the host's.
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c timezone=UTC",
             self.port,
             self.dir.path().display()
         );

@@ -9,6 +9,10 @@
 //! written in several ways (`1`, `1.0`, `1.00`; `0`, `-0.00`), and MVs
 //! group, join, deduplicate and key on them and on their products and
 //! quotients: equal values written differently are one key (issue 34).
+//!
+//! `t3.tz` holds instants around the night of a DST change in New York,
+//! written with different offsets; MVs group, join and filter on it in
+//! an explicit zone (the sessions of both databases are in UTC).
 
 use std::collections::BTreeSet;
 
@@ -22,7 +26,7 @@ use super::rows::run;
 pub const TABLES: &[&str] = &[
     "CREATE TABLE t1 (id int PRIMARY KEY, k int, v bigint, s varchar, n numeric, b boolean)",
     "CREATE TABLE t2 (k int, w int, name varchar, m numeric)",
-    "CREATE TABLE t3 (id int PRIMARY KEY, k int, x int, m numeric)",
+    "CREATE TABLE t3 (id int PRIMARY KEY, k int, x int, m numeric, tz timestamptz)",
     T4,
     T5,
     "CREATE TABLE t6 (m numeric PRIMARY KEY, v int, w int)",
@@ -303,6 +307,21 @@ pub const MVS: &[(&str, &str)] = &[
         "SELECT k, count(*) AS n, sum(v) AS s FROM t1 GROUP BY k \
          HAVING count(*) >= (SELECT count(*) / (count(DISTINCT k) + 1) FROM t1)",
     ),
+    (
+        "mv_tz_hour",
+        "SELECT date_trunc('hour', tz, 'America/New_York') AT TIME ZONE 'UTC' AS h, count(*) AS c, \
+         min(tz) AS first, max(tz AT TIME ZONE 'America/New_York') AS last_local FROM t3 GROUP BY 1",
+    ),
+    (
+        "mv_tz_join",
+        "SELECT t3.id, t1.v, t3.tz, t3.tz + INTERVAL '1 day' AS next_day, \
+         extract(hour FROM t3.tz AT TIME ZONE 'Asia/Kolkata') AS h FROM t3 JOIN t1 ON t3.k = t1.id \
+         WHERE t3.tz < TIMESTAMPTZ '2024-11-03 07:00:00+00'",
+    ),
+    (
+        "mv_tz_key",
+        "SELECT a.id, b.id AS id2, a.tz FROM t3 a JOIN t3 b ON a.tz = b.tz AND a.id < b.id",
+    ),
 ];
 
 /// PostgreSQL's text of the MVs whose ebbflow text PostgreSQL cannot run
@@ -438,6 +457,26 @@ impl Gen {
         forms[self.rng.gen_range(0..forms.len())].into()
     }
 
+    /// A `timestamptz` literal (or NULL) in the hours around the end of
+    /// DST in New York (2024-11-03 05:00 to 07:00 UTC) or a day later,
+    /// written in UTC, with an offset or with the zone's name.
+    pub fn instant(&mut self) -> String {
+        if self.null(0.1) {
+            return "NULL".into();
+        }
+        // Minutes after 2024-11-03 00:00 UTC.
+        let utc: u32 = self.rng.gen_range(300..540) + 1440 * self.rng.gen_range(0..2u32);
+        let at = |mins: u32| (3 + mins / 1440, mins / 60 % 24, mins % 60);
+        let (text, zone) = match self.rng.gen_range(0..3) {
+            0 => (at(utc), "+00"),
+            1 => (at(utc + 330), "+05:30"),
+            // Read in New York: in the fold hour, the later instant.
+            _ => (at(utc - 300), " America/New_York"),
+        };
+        let (d, h, m) = text;
+        format!("TIMESTAMPTZ '2024-11-{d:02} {h:02}:{m:02}:00{zone}'")
+    }
+
     pub fn bool(&mut self) -> String {
         match self.rng.gen_range(0..5) {
             0 => "NULL".into(),
@@ -508,12 +547,13 @@ impl Gen {
         for _ in 0..n {
             let Some(id) = self.fresh_id(3) else { break };
             self.t3_ids.insert(id);
-            let (k, x, m) = (
+            let (k, x, m, tz) = (
                 self.int_or_null(0, 250, 0.1),
                 self.int_or_null(0, 50, 0.1),
                 self.numeric_key(),
+                self.instant(),
             );
-            rows.push(format!("({id}, {k}, {x}, {m})"));
+            rows.push(format!("({id}, {k}, {x}, {m}, {tz})"));
         }
         (!rows.is_empty()).then(|| format!("INSERT INTO t3 VALUES {}", rows.join(", ")))
     }
@@ -606,7 +646,11 @@ impl Gen {
             }
             10 => {
                 let (m, p) = (self.numeric_key(), self.pred("t3"));
-                format!("UPDATE t3 SET m = {m}, x = x + 1 WHERE {p}")
+                if self.rng.gen_bool(0.5) {
+                    format!("UPDATE t3 SET m = {m}, x = x + 1 WHERE {p}")
+                } else {
+                    format!("UPDATE t3 SET tz = tz + INTERVAL '50 minutes' WHERE {p}")
+                }
             }
             6 => {
                 let p = self.pred("t5");
