@@ -35,6 +35,7 @@ use arrow_buffer::NullBuffer;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 use super::types::{ArrayValue, DataType, Datum, ElemType, Interval, Numeric, ScalarValue, F64};
+use crate::jsonb::Jsonb;
 
 /// A borrowed non-null value: a [`ScalarValue`] whose text is not copied.
 /// Equality, order and hash agree with [`ScalarValue`]'s.
@@ -53,6 +54,7 @@ pub enum ScalarRef<'a> {
     Interval(Interval),
     Array(&'a Arc<ArrayValue>),
     Timestamptz(i64),
+    Jsonb(&'a Arc<Jsonb>),
 }
 
 /// A nullable borrowed value.
@@ -74,6 +76,7 @@ impl ScalarValue {
             ScalarValue::Interval(v) => ScalarRef::Interval(*v),
             ScalarValue::Array(v) => ScalarRef::Array(v),
             ScalarValue::Timestamptz(v) => ScalarRef::Timestamptz(*v),
+            ScalarValue::Jsonb(v) => ScalarRef::Jsonb(v),
         }
     }
 }
@@ -99,6 +102,7 @@ impl ScalarRef<'_> {
             ScalarRef::Interval(v) => ScalarValue::Interval(v),
             ScalarRef::Array(v) => ScalarValue::Array(Arc::clone(v)),
             ScalarRef::Timestamptz(v) => ScalarValue::Timestamptz(v),
+            ScalarRef::Jsonb(v) => ScalarValue::Jsonb(Arc::clone(v)),
         }
     }
 }
@@ -176,6 +180,8 @@ pub enum Column {
     Array(ArrayColumn),
     /// Microseconds since 1970-01-01 00:00 UTC.
     Timestamptz(TimestampMicrosecondArray),
+    /// Shared values, `None` for NULL (as arrays are kept).
+    Jsonb(Arc<[Option<Arc<Jsonb>>]>),
 }
 
 /// A column of arrays: shared array values, `None` for NULL.
@@ -200,7 +206,7 @@ impl Column {
             Column::Date(a) => a,
             Column::Timestamp(a) | Column::Timestamptz(a) => a,
             Column::Interval(a) => a,
-            Column::Array(_) => return None,
+            Column::Array(_) | Column::Jsonb(_) => return None,
         })
     }
 
@@ -208,6 +214,7 @@ impl Column {
         match self {
             Column::Null(n) => *n,
             Column::Array(a) => a.values.len(),
+            Column::Jsonb(v) => v.len(),
             other => other.array().map_or(0, |a| a.len()),
         }
     }
@@ -233,6 +240,7 @@ impl Column {
             Column::Interval(_) => DataType::Interval,
             Column::Array(a) => DataType::Array(a.elem),
             Column::Timestamptz(_) => DataType::Timestamptz,
+            Column::Jsonb(_) => DataType::Jsonb,
         })
     }
 
@@ -241,7 +249,7 @@ impl Column {
     /// callers want it inlined.
     fn nulls(&self) -> Option<&NullBuffer> {
         match self {
-            Column::Null(_) | Column::Array(_) => None,
+            Column::Null(_) | Column::Array(_) | Column::Jsonb(_) => None,
             Column::Int16(a) => a.nulls(),
             Column::Int32(a) => a.nulls(),
             Column::Int64(a) => a.nulls(),
@@ -260,6 +268,7 @@ impl Column {
         match self {
             Column::Null(_) => true,
             Column::Array(a) => a.values.get(i).is_none_or(Option::is_none),
+            Column::Jsonb(v) => v.get(i).is_none_or(Option::is_none),
             _ => self.nulls().is_some_and(|n| n.is_null(i)),
         }
     }
@@ -269,6 +278,7 @@ impl Column {
         match self {
             Column::Null(n) => *n,
             Column::Array(a) => a.values.iter().filter(|v| v.is_none()).count(),
+            Column::Jsonb(v) => v.iter().filter(|v| v.is_none()).count(),
             _ => self.nulls().map_or(0, |n| n.null_count()),
         }
     }
@@ -293,6 +303,7 @@ impl Column {
             Column::Interval(a) => ScalarRef::Interval(interval_from_bytes(a.value(i))),
             Column::Array(a) => ScalarRef::Array(a.values.get(i)?.as_ref()?),
             Column::Timestamptz(a) => ScalarRef::Timestamptz(a.value(i)),
+            Column::Jsonb(v) => ScalarRef::Jsonb(v.get(i)?.as_ref()?),
         })
     }
 
@@ -312,6 +323,15 @@ impl Column {
 
     /// The rows whose `mask` bit is set (a mask of this column's length).
     pub fn filter(&self, mask: &BooleanArray) -> Column {
+        if let Column::Jsonb(v) = self {
+            return Column::Jsonb(
+                v.iter()
+                    .zip(mask.iter())
+                    .filter(|(_, keep)| keep.unwrap_or(false))
+                    .map(|(v, _)| v.clone())
+                    .collect(),
+            );
+        }
         if let Column::Array(a) = self {
             let values = a
                 .values
@@ -335,7 +355,7 @@ impl Column {
             return Column::Null(mask.true_count());
         };
         match self {
-            Column::Null(_) | Column::Array(_) => Column::Null(out.len()),
+            Column::Null(_) | Column::Array(_) | Column::Jsonb(_) => Column::Null(out.len()),
             Column::Int16(_) => Column::Int16(out.as_primitive::<Int16Type>().clone()),
             Column::Int32(_) => Column::Int32(out.as_primitive::<Int32Type>().clone()),
             Column::Int64(_) => Column::Int64(out.as_primitive::<Int64Type>().clone()),
@@ -379,6 +399,7 @@ enum Builder {
     Interval(FixedSizeBinaryBuilder),
     Array(ElemType, Vec<Option<Arc<ArrayValue>>>),
     Timestamptz(TimestampMicrosecondBuilder),
+    Jsonb(Vec<Option<Arc<Jsonb>>>),
 }
 
 impl Builder {
@@ -398,6 +419,7 @@ impl Builder {
             }
             DataType::Interval => Builder::Interval(FixedSizeBinaryBuilder::with_capacity(n, 16)),
             DataType::Array(e) => Builder::Array(e, Vec::with_capacity(n)),
+            DataType::Jsonb => Builder::Jsonb(Vec::with_capacity(n)),
             DataType::Timestamptz => {
                 Builder::Timestamptz(TimestampMicrosecondBuilder::with_capacity(n))
             }
@@ -430,6 +452,7 @@ impl ColumnBuilder {
             Builder::Date(b) => b.append_null(),
             Builder::Timestamp(b) | Builder::Timestamptz(b) => b.append_null(),
             Builder::Array(_, v) => v.push(None),
+            Builder::Jsonb(v) => v.push(None),
         }
     }
 
@@ -465,6 +488,7 @@ impl ColumnBuilder {
             (Builder::Interval(b), ScalarRef::Interval(x)) => {
                 let _ = b.append_value(interval_bytes(&x));
             }
+            (Builder::Jsonb(v), ScalarRef::Jsonb(x)) => v.push(Some(Arc::clone(x))),
             (Builder::Array(e, v), ScalarRef::Array(x)) if x.elem == *e => {
                 v.push(Some(Arc::clone(x)))
             }
@@ -498,6 +522,7 @@ impl ColumnBuilder {
             Builder::Timestamp(mut b) => Column::Timestamp(b.finish()),
             Builder::Timestamptz(mut b) => Column::Timestamptz(b.finish()),
             Builder::Interval(mut b) => Column::Interval(b.finish()),
+            Builder::Jsonb(v) => Column::Jsonb(v.into()),
             Builder::Array(elem, v) => Column::Array(ArrayColumn {
                 elem,
                 values: v.into(),
@@ -522,6 +547,7 @@ impl ScalarRef<'_> {
             ScalarRef::Interval(_) => DataType::Interval,
             ScalarRef::Array(a) => DataType::Array(a.elem),
             ScalarRef::Timestamptz(_) => DataType::Timestamptz,
+            ScalarRef::Jsonb(_) => DataType::Jsonb,
         }
     }
 }
@@ -549,6 +575,9 @@ mod tests {
                     .unwrap_or_default(),
             ),
             ScalarValue::Timestamptz(-1_234_567_890_123),
+            ScalarValue::Jsonb(Arc::new(
+                Jsonb::parse(r#"{"a": [1.50, null, "x"], "b": {}}"#).unwrap_or(Jsonb::Null),
+            )),
             ScalarValue::Interval(Interval {
                 months: -1,
                 days: 40,

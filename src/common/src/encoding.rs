@@ -11,6 +11,7 @@ use arrow_array::Array;
 use chrono::{NaiveDate, NaiveDateTime};
 
 use super::column::{datum_ref, Column, DatumRef, ScalarRef};
+use super::jsonb::Jsonb;
 use super::types::{DataType, Datum, ElemType, Interval, Numeric, Row, ScalarValue, F64};
 
 /// Number of virtual nodes; see docs/design.md §3.
@@ -87,6 +88,22 @@ pub fn canonical(v: &ScalarValue) -> ScalarValue {
             a.elem,
             a.items.iter().map(|d| d.as_ref().map(canonical)).collect(),
         ),
+        ScalarValue::Jsonb(j) => ScalarValue::Jsonb(std::sync::Arc::new(canonical_jsonb(j))),
+        other => other.clone(),
+    }
+}
+
+/// A jsonb value with its numbers normalized (`1.0` is `1`).
+fn canonical_jsonb(j: &Jsonb) -> Jsonb {
+    match j {
+        Jsonb::Number(d) => Jsonb::Number(d.normalize()),
+        Jsonb::Array(items) => Jsonb::Array(items.iter().map(canonical_jsonb).collect()),
+        Jsonb::Object(pairs) => Jsonb::Object(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.clone(), canonical_jsonb(v)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -104,6 +121,7 @@ pub fn is_canonical(v: &ScalarValue) -> bool {
             !(x.0 == 0.0 && x.0.is_sign_negative())
         }
         ScalarValue::Array(a) => a.items.iter().flatten().all(is_canonical),
+        ScalarValue::Jsonb(j) => canonical_jsonb(j).to_text() == j.to_text(),
         _ => true,
     }
 }
@@ -151,6 +169,7 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>, form: Form) {
             buf.extend_from_slice(&(micros as u64 ^ (1 << 63)).to_be_bytes())
         }
         ScalarRef::Timestamptz(micros) => buf.extend_from_slice(&int64_bytes(micros)),
+        ScalarRef::Jsonb(j) => encode_jsonb_top(buf, j, form),
         ScalarRef::Interval(i) => {
             // Order by total, then the parts so the value round-trips: a
             // key's are the canonical ones, so equal totals give equal
@@ -421,6 +440,7 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
                 .ok_or(DecodeError("interval out of range"))?;
             ScalarValue::Interval(Interval::new(months, days, micros))
         }
+        DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(decode_jsonb_top(r)?)),
         DataType::Array(elem) => {
             let mut items = Vec::new();
             loop {
@@ -439,6 +459,112 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
         }
     };
     Ok(v)
+}
+
+/// A whole jsonb value in PostgreSQL's order, where a top-level scalar is
+/// a one-element array to an array: objects after everything else (1),
+/// the rest (0) by element count, then a scalar before an array.
+fn encode_jsonb_top(buf: &mut Vec<u8>, j: &Jsonb, form: Form) {
+    match j {
+        Jsonb::Object(_) => {
+            buf.push(1);
+            encode_jsonb(buf, j, form);
+        }
+        Jsonb::Array(items) => {
+            buf.push(0);
+            buf.extend_from_slice(&(items.len() as u32).to_be_bytes());
+            buf.push(1);
+            for v in items {
+                encode_jsonb(buf, v, form);
+            }
+        }
+        scalar => {
+            buf.push(0);
+            buf.extend_from_slice(&1u32.to_be_bytes());
+            buf.push(0);
+            encode_jsonb(buf, scalar, form);
+        }
+    }
+}
+
+fn decode_jsonb_top(r: &mut Reader) -> Result<Jsonb, DecodeError> {
+    if r.byte()? == 1 {
+        return decode_jsonb(r, 0);
+    }
+    let n = u32::from_be_bytes(r.take()?) as usize;
+    if r.byte()? == 0 {
+        return decode_jsonb(r, 0);
+    }
+    let mut items = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        items.push(decode_jsonb(r, 1)?);
+    }
+    Ok(Jsonb::Array(items))
+}
+
+/// jsonb in PostgreSQL's order: the kind's rank; a string's bytes; a
+/// number as a numeric; an array's length and its elements; an object's
+/// pair count, then each key (its length first, as keys sort) and value.
+fn encode_jsonb(buf: &mut Vec<u8>, j: &Jsonb, form: Form) {
+    buf.push(j.rank());
+    match j {
+        Jsonb::Null => {}
+        Jsonb::Bool(b) => buf.push(u8::from(*b)),
+        Jsonb::String(s) => encode_bytes(buf, s.as_bytes()),
+        Jsonb::Number(d) => encode_decimal(buf, &Numeric::Finite(*d), form),
+        Jsonb::Array(items) => {
+            buf.extend_from_slice(&(items.len() as u32).to_be_bytes());
+            for v in items {
+                encode_jsonb(buf, v, form);
+            }
+        }
+        Jsonb::Object(pairs) => {
+            buf.extend_from_slice(&(pairs.len() as u32).to_be_bytes());
+            for (k, v) in pairs {
+                buf.extend_from_slice(&(k.len() as u32).to_be_bytes());
+                encode_bytes(buf, k.as_bytes());
+                encode_jsonb(buf, v, form);
+            }
+        }
+    }
+}
+
+fn decode_jsonb(r: &mut Reader, depth: usize) -> Result<Jsonb, DecodeError> {
+    if depth > 10_000 {
+        return Err(DecodeError("jsonb nested too deep"));
+    }
+    let string = |r: &mut Reader| match decode_value(r, DataType::Varchar)? {
+        ScalarValue::Varchar(s) => Ok(s.to_string()),
+        _ => Err(DecodeError("bad jsonb string")),
+    };
+    Ok(match r.byte()? {
+        0 => Jsonb::Null,
+        1 => Jsonb::String(string(r)?),
+        2 => match decode_value(r, DataType::Decimal)? {
+            ScalarValue::Decimal(Numeric::Finite(d)) => Jsonb::Number(d),
+            _ => return Err(DecodeError("bad jsonb number")),
+        },
+        3 => Jsonb::Bool(r.byte()? != 0),
+        4 => {
+            let n = u32::from_be_bytes(r.take()?) as usize;
+            let mut items = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                items.push(decode_jsonb(r, depth + 1)?);
+            }
+            Jsonb::Array(items)
+        }
+        5 => {
+            let n = u32::from_be_bytes(r.take()?) as usize;
+            let mut pairs = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                let _len: [u8; 4] = r.take()?;
+                let k = string(r)?;
+                pairs.push((k, decode_jsonb(r, depth + 1)?));
+            }
+            Jsonb::Object(pairs)
+        }
+        _ => return Err(DecodeError("bad jsonb kind")),
+    })
 }
 
 fn decode_f64(r: &mut Reader) -> Result<F64, DecodeError> {
@@ -603,7 +729,7 @@ pub fn decode_datum_tagged(data: &mut &[u8]) -> Result<Datum, DecodeError> {
     decode_value(&mut Reader { data, flip: false }, ty).map(Some)
 }
 
-const ALL_TYPES: [DataType; 12] = [
+const ALL_TYPES: [DataType; 13] = [
     DataType::Int16,
     DataType::Int32,
     DataType::Int64,
@@ -616,6 +742,7 @@ const ALL_TYPES: [DataType; 12] = [
     DataType::Timestamp,
     DataType::Interval,
     DataType::Timestamptz,
+    DataType::Jsonb,
 ];
 
 /// The tag of an array type is this plus its element type's position.

@@ -12,6 +12,7 @@ pub mod column;
 pub mod encoding;
 pub mod error;
 pub mod ids;
+pub mod jsonb;
 pub mod order;
 pub mod text;
 pub mod time_unit;

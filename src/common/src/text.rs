@@ -88,6 +88,7 @@ pub fn format_datum_in(v: &ScalarValue, zone: &Zone) -> String {
         ScalarValue::Interval(i) => format_interval(i),
         ScalarValue::Array(a) => format_array_in(a, zone),
         ScalarValue::Timestamptz(t) => format_timestamptz(*t, zone),
+        ScalarValue::Jsonb(j) => j.to_text(),
     }
 }
 
@@ -314,6 +315,7 @@ pub fn parse_datum_in(ty: DataType, s: &str, zone: &Zone) -> Result<ScalarValue,
         DataType::Interval => ScalarValue::Interval(interval::parse_interval(s)?),
         DataType::Array(elem) => parse_array_in(elem, s, zone)?,
         DataType::Timestamptz => ScalarValue::Timestamptz(parse_timestamptz(s, zone)?),
+        DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(crate::jsonb::Jsonb::parse(s)?)),
     })
 }
 

@@ -36,6 +36,8 @@ pub enum DataType {
     /// `timestamp with time zone`: an instant, kept as microseconds since
     /// 1970-01-01 00:00 UTC and shown in the session's time zone.
     Timestamptz,
+    /// `jsonb` (`json` input is read as jsonb, as RisingWave does).
+    Jsonb,
 }
 
 /// The element type of an array: one of the scalar [`DataType`]s.
@@ -55,11 +57,12 @@ pub enum ElemType {
     Timestamp,
     Interval,
     Timestamptz,
+    Jsonb,
 }
 
 impl ElemType {
     /// Every element type, in declaration order (the order of type tags).
-    pub const ALL: [ElemType; 12] = [
+    pub const ALL: [ElemType; 13] = [
         ElemType::Int16,
         ElemType::Int32,
         ElemType::Int64,
@@ -72,6 +75,7 @@ impl ElemType {
         ElemType::Timestamp,
         ElemType::Interval,
         ElemType::Timestamptz,
+        ElemType::Jsonb,
     ];
 
     /// The scalar type of the elements.
@@ -89,6 +93,7 @@ impl ElemType {
             ElemType::Timestamp => DataType::Timestamp,
             ElemType::Interval => DataType::Interval,
             ElemType::Timestamptz => DataType::Timestamptz,
+            ElemType::Jsonb => DataType::Jsonb,
         }
     }
 
@@ -108,6 +113,7 @@ impl ElemType {
             DataType::Timestamp => ElemType::Timestamp,
             DataType::Interval => ElemType::Interval,
             DataType::Timestamptz => ElemType::Timestamptz,
+            DataType::Jsonb => ElemType::Jsonb,
             DataType::Array(_) => return None,
         })
     }
@@ -151,6 +157,7 @@ impl DataType {
                 ElemType::Timestamp => "timestamp without time zone[]",
                 ElemType::Interval => "interval[]",
                 ElemType::Timestamptz => "timestamp with time zone[]",
+                ElemType::Jsonb => "jsonb[]",
             },
             DataType::Int16 => "smallint",
             DataType::Int32 => "integer",
@@ -164,6 +171,7 @@ impl DataType {
             DataType::Timestamp => "timestamp without time zone",
             DataType::Interval => "interval",
             DataType::Timestamptz => "timestamp with time zone",
+            DataType::Jsonb => "jsonb",
         }
     }
 
@@ -198,6 +206,7 @@ impl DataType {
             DataType::Timestamp => 1114,
             DataType::Interval => 1186,
             DataType::Timestamptz => 1184,
+            DataType::Jsonb => 3802,
             DataType::Array(e) => match e {
                 ElemType::Int16 => 1005,
                 ElemType::Int32 => 1007,
@@ -211,6 +220,7 @@ impl DataType {
                 ElemType::Timestamp => 1115,
                 ElemType::Interval => 1187,
                 ElemType::Timestamptz => 1185,
+                ElemType::Jsonb => 3807,
             },
         }
     }
@@ -449,6 +459,8 @@ pub enum ScalarValue {
     Array(Arc<ArrayValue>),
     /// Microseconds since 1970-01-01 00:00 UTC.
     Timestamptz(i64),
+    /// Behind an `Arc`, as arrays are.
+    Jsonb(Arc<crate::jsonb::Jsonb>),
 }
 
 /// A one-dimensional array value: its element type (an empty array has
@@ -520,6 +532,7 @@ impl ScalarValue {
             ScalarValue::Interval(_) => DataType::Interval,
             ScalarValue::Array(a) => DataType::Array(a.elem),
             ScalarValue::Timestamptz(_) => DataType::Timestamptz,
+            ScalarValue::Jsonb(_) => DataType::Jsonb,
         }
     }
 
@@ -639,6 +652,8 @@ fn same_representation(a: &ScalarValue, b: &ScalarValue) -> bool {
             x.0.is_nan() || x.0.is_sign_negative() == y.0.is_sign_negative()
         }
         (ScalarValue::Array(x), ScalarValue::Array(y)) => identical(&x.items, &y.items),
+        // `1.0` and `1` inside are equal but not written alike.
+        (ScalarValue::Jsonb(x), ScalarValue::Jsonb(y)) => x.to_text() == y.to_text(),
         _ => true,
     }
 }

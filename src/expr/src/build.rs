@@ -70,6 +70,7 @@ fn cast_context(from: DataType, to: DataType) -> Option<CastContext> {
         (_, Varchar) => Some(CastContext::Assignment),
         (Varchar, _) => Some(CastContext::Explicit),
         (Int32, Boolean) | (Boolean, Int32) => Some(CastContext::Explicit),
+        (Jsonb, t) if numeric_rank(t).is_some() || t == Boolean => Some(CastContext::Explicit),
         (Date | Timestamp, Timestamp | Timestamptz) => Some(CastContext::Implicit),
         (Timestamp | Timestamptz, Date) | (Timestamptz, Timestamp) => Some(CastContext::Assignment),
         _ => None,
@@ -176,6 +177,12 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     }
     if super::zoned::owns(func, &types) {
         return super::zoned::build(func, args);
+    }
+    if super::jsonb::owns(func) {
+        return super::jsonb::build(func, args);
+    }
+    if super::jsonb::takes_operator(func, &types) {
+        return super::jsonb::build_operator(func, args);
     }
     match func {
         Func::ArrayConstruct

@@ -193,6 +193,7 @@ pub fn cast_value_in(v: ScalarValue, to: DataType, zone: &Zone) -> ExprResult<Sc
         (S::Boolean(b), DataType::Varchar) => S::varchar(if b { "true" } else { "false" }),
         (v, DataType::Varchar) => S::varchar(format_datum_in(&v, zone)),
         (S::Varchar(s), to) => parse_datum_in(to, &s, zone)?,
+        (S::Jsonb(j), to) => super::jsonb::cast_from(&j, to)?,
         (S::Int16(x), to) => from_i64(x as i64, to)?,
         (S::Int32(x), DataType::Boolean) => S::Boolean(x != 0),
         (S::Int32(x), to) => from_i64(x as i64, to)?,

@@ -173,6 +173,10 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
             let vals = eval_args(args, row)?;
             return super::array::eval_lenient(func, ty, vals);
         }
+        f if super::jsonb::reads_nulls(f) => {
+            let vals = eval_args(args, row)?;
+            return super::jsonb::apply(func, &vals).unwrap_or(Ok(None));
+        }
         Func::StringAggInput => {
             let vals = eval_args(args, row)?;
             return super::agg::pack_string_agg_input(&vals);
@@ -279,6 +283,7 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::StringAggInput
             | Func::ArrayAggInput
     ) && !super::array::is_lenient(func)
+        && !super::jsonb::reads_nulls(func)
 }
 
 /// A strict function of non-NULL arguments.
@@ -305,6 +310,10 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
     }
     if let Some(r) = super::zoned::apply(func, ty, &vals) {
         return r;
+    }
+    if super::jsonb::owns(func) {
+        let vals: Vec<Datum> = vals.into_iter().map(Some).collect();
+        return super::jsonb::apply(func, &vals).unwrap_or(Ok(None));
     }
     match func {
         Func::Add => Ok(Some(arith(ArithOp::Add, v(0)?, v(1)?)?)),

@@ -186,6 +186,41 @@ pub enum Func {
     /// `[value, zone]`: a cast that depends on the time zone (to or from
     /// `timestamptz`), in the zone the statement was bound in. Internal.
     CastInZone,
+    // jsonb (see [`super::jsonb`])
+    /// `->`: a field by key or an element by index.
+    JsonbGet,
+    /// `->>`: the same as text.
+    JsonbGetText,
+    /// `#>`: by a path of keys and indexes.
+    JsonbGetPath,
+    /// `#>>`: the same as text.
+    JsonbGetPathText,
+    /// `@>`.
+    JsonbContains,
+    /// `<@`.
+    JsonbContainedBy,
+    /// `?`: a key (or a string element) exists.
+    JsonbExists,
+    /// `?|`: any of the keys exists.
+    JsonbExistsAny,
+    /// `?&`: all of the keys exist.
+    JsonbExistsAll,
+    /// `||` over jsonb.
+    JsonbConcat,
+    /// `-` over jsonb: a key, an index or keys.
+    JsonbDelete,
+    /// `#-`: the element at a path.
+    JsonbDeletePath,
+    JsonbTypeof,
+    JsonbArrayLength,
+    JsonbBuildObject,
+    JsonbBuildArray,
+    ToJsonb,
+    JsonbStripNulls,
+    JsonbSet,
+    JsonbExtractPath,
+    JsonbExtractPathText,
+    JsonbPretty,
 }
 
 impl Func {
@@ -200,6 +235,9 @@ impl Func {
         }
         if super::calendar::owns(self) {
             return Some(super::calendar::unknown_arg_type(self, pos));
+        }
+        if super::jsonb::owns(self) {
+            return Some(super::jsonb::unknown_arg_type(self, pos));
         }
         Some(match self {
             Func::Trunc if pos == 1 => DataType::Int32,
@@ -296,6 +334,16 @@ impl Func {
             "make_timestamp" => Func::MakeTimestamp,
             "date_bin" => Func::DateBin,
             "timezone" => Func::Timezone,
+            "jsonb_typeof" | "json_typeof" => Func::JsonbTypeof,
+            "jsonb_array_length" | "json_array_length" => Func::JsonbArrayLength,
+            "jsonb_build_object" | "json_build_object" => Func::JsonbBuildObject,
+            "jsonb_build_array" | "json_build_array" => Func::JsonbBuildArray,
+            "to_jsonb" | "to_json" => Func::ToJsonb,
+            "jsonb_strip_nulls" | "json_strip_nulls" => Func::JsonbStripNulls,
+            "jsonb_set" => Func::JsonbSet,
+            "jsonb_extract_path" | "json_extract_path" => Func::JsonbExtractPath,
+            "jsonb_extract_path_text" | "json_extract_path_text" => Func::JsonbExtractPathText,
+            "jsonb_pretty" => Func::JsonbPretty,
             _ => return None,
         })
     }
@@ -321,6 +369,18 @@ impl Func {
             Func::RegexIMatch => "~*",
             Func::RegexNotIMatch => "!~*",
             Func::ILike | Func::NotILike => "~~*",
+            Func::JsonbGet
+            | Func::JsonbGetText
+            | Func::JsonbGetPath
+            | Func::JsonbGetPathText
+            | Func::JsonbContains
+            | Func::JsonbContainedBy
+            | Func::JsonbExists
+            | Func::JsonbExistsAny
+            | Func::JsonbExistsAll
+            | Func::JsonbConcat
+            | Func::JsonbDelete
+            | Func::JsonbDeletePath => self.name(),
             _ => return None,
         })
     }
@@ -449,6 +509,28 @@ impl Func {
             Func::DateBin => "date_bin",
             Func::Timezone => "timezone",
             Func::CastInZone => "cast",
+            Func::JsonbGet => "->",
+            Func::JsonbGetText => "->>",
+            Func::JsonbGetPath => "#>",
+            Func::JsonbGetPathText => "#>>",
+            Func::JsonbContains => "@>",
+            Func::JsonbContainedBy => "<@",
+            Func::JsonbExists => "?",
+            Func::JsonbExistsAny => "?|",
+            Func::JsonbExistsAll => "?&",
+            Func::JsonbConcat => "||",
+            Func::JsonbDelete => "-",
+            Func::JsonbDeletePath => "#-",
+            Func::JsonbTypeof => "jsonb_typeof",
+            Func::JsonbArrayLength => "jsonb_array_length",
+            Func::JsonbBuildObject => "jsonb_build_object",
+            Func::JsonbBuildArray => "jsonb_build_array",
+            Func::ToJsonb => "to_jsonb",
+            Func::JsonbStripNulls => "jsonb_strip_nulls",
+            Func::JsonbSet => "jsonb_set",
+            Func::JsonbExtractPath => "jsonb_extract_path",
+            Func::JsonbExtractPathText => "jsonb_extract_path_text",
+            Func::JsonbPretty => "jsonb_pretty",
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod cast;
 mod datetime;
 pub mod eval;
 mod func;
+mod jsonb;
 mod math;
 mod monotone;
 pub mod over;

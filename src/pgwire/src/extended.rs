@@ -47,6 +47,7 @@ fn declared_type(ty: &Type) -> Result<Option<DataType>, FrontendError> {
         1082 => DataType::Date,
         1114 => DataType::Timestamp,
         1184 => DataType::Timestamptz,
+        114 | 3802 => DataType::Jsonb,
         1186 => DataType::Interval,
         _ => {
             return Err(FrontendError::new(

@@ -55,7 +55,7 @@ pub(super) fn type_size(ty: DataType) -> i16 {
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
         DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::Timestamptz => 8,
         DataType::Interval => 16,
-        DataType::Decimal | DataType::Varchar | DataType::Array(_) => -1,
+        DataType::Decimal | DataType::Varchar | DataType::Array(_) | DataType::Jsonb => -1,
     }
 }
 
@@ -179,6 +179,14 @@ fn encode_binary(
             encode_numeric(buf, &d);
         }
         DataType::Varchar => buf.put_slice(value.as_str().ok_or_else(mismatch)?.as_bytes()),
+        // `jsonb_send`: a version byte (1), then the text form.
+        DataType::Jsonb => {
+            let ScalarValue::Jsonb(j) = value else {
+                return Err(mismatch());
+            };
+            buf.put_u8(1);
+            buf.put_slice(j.to_text().as_bytes());
+        }
         DataType::Boolean => buf.put_u8(u8::from(value.as_bool().ok_or_else(mismatch)?)),
         DataType::Date => {
             let ScalarValue::Date(d) = value else {
@@ -380,6 +388,14 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
         DataType::Float64 => ScalarValue::float64(decode_float(raw)?),
         DataType::Decimal => ScalarValue::Decimal(decode_numeric_value(raw)?),
         DataType::Varchar => ScalarValue::varchar(std::str::from_utf8(raw).ok()?),
+        DataType::Jsonb => match raw.split_first() {
+            Some((1, text)) => {
+                let j =
+                    ebbflow_common::jsonb::Jsonb::parse(std::str::from_utf8(text).ok()?).ok()?;
+                ScalarValue::Jsonb(std::sync::Arc::new(j))
+            }
+            _ => return None,
+        },
         DataType::Boolean => match raw {
             [b] => ScalarValue::Boolean(*b != 0),
             _ => return None,

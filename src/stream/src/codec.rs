@@ -121,6 +121,12 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
             }
             return;
         }
+        Column::Jsonb(values) => {
+            for v in values.iter() {
+                encode_datum_exact_ref(buf, v.as_ref().map(ScalarRef::Jsonb));
+            }
+            return;
+        }
         Column::Int16(a) => a,
         Column::Int32(a) => a,
         Column::Int64(a) => a,
@@ -146,7 +152,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         }
     }
     match column {
-        Column::Null(_) | Column::Array(_) => {}
+        Column::Null(_) | Column::Array(_) | Column::Jsonb(_) => {}
         Column::Int16(a) => le(buf, a.values(), i16::to_le_bytes),
         Column::Int32(a) => le(buf, a.values(), i32::to_le_bytes),
         Column::Int64(a) => le(buf, a.values(), i64::to_le_bytes),
@@ -229,7 +235,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
         return Ok(Column::Null(rows));
     }
     let ty = tag_type(code - 1).map_err(|_| err(format!("unknown type {code}")))?;
-    if ty.is_array() {
+    if ty.is_array() || ty == DataType::Jsonb {
         let mut b = ColumnBuilder::new(Some(ty), rows);
         for _ in 0..rows {
             let d = decode_datum(data, ty).map_err(|e| err(e.to_string()))?;
@@ -326,7 +332,9 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
                 .map_err(bad)?,
             )
         }
-        DataType::Array(_) => return Err(err("array column decoded as a scalar one")),
+        DataType::Array(_) | DataType::Jsonb => {
+            return Err(err("array column decoded as a scalar one"))
+        }
     })
 }
 
@@ -366,6 +374,13 @@ mod tests {
                 Some(ScalarValue::Timestamptz(
                     i % 1_000_000_000_000 * 1_000_003 - 7,
                 )),
+                Some(ScalarValue::Jsonb(std::sync::Arc::new(
+                    ebbflow_common::jsonb::Jsonb::parse(&format!(
+                        "{{\"k\": [{}, 1.50]}}",
+                        i % 1000
+                    ))
+                    .expect("json"),
+                ))),
                 Some(ScalarValue::array(
                     ebbflow_common::ElemType::Varchar,
                     vec![Some(ScalarValue::varchar(text)), None],
@@ -376,7 +391,7 @@ mod tests {
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 13],
+                vec![None; 14],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
@@ -390,7 +405,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.columns().len(), 13);
+        assert_eq!(chunk.columns().len(), 14);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),

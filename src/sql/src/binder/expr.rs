@@ -239,6 +239,16 @@ impl Binder<'_> {
                     BinaryOperator::PGRegexNotMatch => Func::RegexNotMatch,
                     BinaryOperator::PGRegexIMatch => Func::RegexIMatch,
                     BinaryOperator::PGRegexNotIMatch => Func::RegexNotIMatch,
+                    BinaryOperator::Arrow => Func::JsonbGet,
+                    BinaryOperator::LongArrow => Func::JsonbGetText,
+                    BinaryOperator::HashArrow => Func::JsonbGetPath,
+                    BinaryOperator::HashLongArrow => Func::JsonbGetPathText,
+                    BinaryOperator::AtArrow => Func::JsonbContains,
+                    BinaryOperator::ArrowAt => Func::JsonbContainedBy,
+                    BinaryOperator::Question => Func::JsonbExists,
+                    BinaryOperator::QuestionPipe => Func::JsonbExistsAny,
+                    BinaryOperator::QuestionAnd => Func::JsonbExistsAll,
+                    BinaryOperator::HashMinus => Func::JsonbDeletePath,
                     // psql writes `OPERATOR(pg_catalog.~)`.
                     BinaryOperator::PGCustomBinaryOperator(parts)
                         if parts.len() <= 2 && (parts.len() == 1 || parts[0] == "pg_catalog") =>

@@ -102,6 +102,8 @@ impl Binder<'_> {
                     Some(DataType::Date | DataType::Timestamp | DataType::Timestamptz) => {
                         DataType::Interval
                     }
+                    // `jsonb - 'key'`: the key is text.
+                    Some(DataType::Jsonb) => DataType::Varchar,
                     Some(t) => t,
                     None => DataType::Varchar,
                 },

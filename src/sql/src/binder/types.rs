@@ -37,6 +37,8 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
         T::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => DataType::Timestamp,
         T::Timestamp(_, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) => DataType::Timestamptz,
         T::Interval { .. } => DataType::Interval,
+        // `json` is stored as jsonb, as RisingWave does.
+        T::JSON | T::JSONB => DataType::Jsonb,
         // `int[]`, `int[3]`, `integer ARRAY`: sizes are ignored, as in
         // PostgreSQL; `int[][]` is `int[]` too.
         T::Array(
@@ -58,6 +60,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
                 "date" => DataType::Date,
                 "timestamp" => DataType::Timestamp,
                 "timestamptz" => DataType::Timestamptz,
+                "json" | "jsonb" => DataType::Jsonb,
                 "interval" => DataType::Interval,
                 _ => return Err(unsupported()),
             }
@@ -82,6 +85,7 @@ pub fn internal_type_name(ty: DataType) -> &'static str {
         DataType::Timestamp => "timestamp",
         DataType::Interval => "interval",
         DataType::Timestamptz => "timestamptz",
+        DataType::Jsonb => "jsonb",
         // `'{1}'::int[]` is named after its element type, as in PostgreSQL.
         DataType::Array(e) => internal_type_name(e.data_type()),
     }

@@ -93,6 +93,13 @@ fn random_value(rng: &mut StdRng, ty: DataType) -> ScalarValue {
         ),
         DataType::Interval => ScalarValue::Interval(random_interval(rng)),
         DataType::Timestamptz => ScalarValue::Timestamptz(rng.gen_range(-3..3) * 1_000_000),
+        DataType::Jsonb => {
+            // Equal values written differently: `1` and `1.0` in a key.
+            let text = ["{\"a\": 1}", "{\"a\": 1.0}", "[1, \"x\"]", "null"][rng.gen_range(0..4)];
+            ScalarValue::Jsonb(std::sync::Arc::new(
+                ebbflow_common::jsonb::Jsonb::parse(text).expect("json"),
+            ))
+        }
         DataType::Array(e) => {
             let n = rng.gen_range(0..3);
             ScalarValue::array(

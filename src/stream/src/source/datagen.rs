@@ -151,8 +151,8 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                 DataType::Interval => {
                     ScalarValue::Interval(ebbflow_common::Interval::new(0, 0, int() * 1_000_000))
                 }
-                // Arrays are not generated: NULL.
-                DataType::Array(_) => return None,
+                // Arrays and jsonb are not generated: NULL.
+                DataType::Array(_) | DataType::Jsonb => return None,
             })
         }
     }

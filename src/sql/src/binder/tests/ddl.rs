@@ -44,8 +44,15 @@ fn ddl_create_table() {
         other => panic!("{other:?}"),
     }
     err("CREATE TABLE p (a int, A int)", ErrorKind::DuplicateColumn);
-    let e = err("CREATE TABLE p (a json)", ErrorKind::FeatureNotSupported);
-    assert!(e.to_string().contains("JSON"), "{}", e.to_string());
+    // `json` is stored as jsonb.
+    match ok("CREATE TABLE p (a json, b jsonb)") {
+        BoundStatement::CreateTable { columns, .. } => {
+            assert!(columns.iter().all(|c| c.data_type == DataType::Jsonb))
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = err("CREATE TABLE p (a xml)", ErrorKind::FeatureNotSupported);
+    assert!(e.to_string().contains("xml"), "{}", e.to_string());
     match ok("CREATE TABLE p (a timestamp with time zone, b timestamptz)") {
         BoundStatement::CreateTable { columns, .. } => {
             assert!(columns.iter().all(|c| c.data_type == DataType::Timestamptz))

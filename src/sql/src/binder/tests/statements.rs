@@ -195,7 +195,7 @@ fn unsupported_features() {
         "SELECT a FROM t FOR UPDATE",
         "CREATE INDEX i ON t (a)",
         "SELECT ARRAY[ARRAY[1]]",
-        "SELECT CAST(a AS json) FROM t",
+        "SELECT CAST(a AS xml) FROM t",
         "SELECT * FROM t, LATERAL (SELECT 1) s",
     ] {
         let e = err(sql, ErrorKind::FeatureNotSupported);
