@@ -85,6 +85,34 @@ public class JdbcTest {
                 }
             }
 
+            // jsonb: a PGobject in, text out.
+            try (Statement s = c.createStatement()) {
+                s.execute("create table jj (id int primary key, j jsonb)");
+            }
+            try (PreparedStatement p = c.prepareStatement("insert into jj values (?, ?)")) {
+                org.postgresql.util.PGobject json = new org.postgresql.util.PGobject();
+                json.setType("jsonb");
+                json.setValue("{\"b\": [1, 2.50, null], \"a\": \"x\"}");
+                p.setInt(1, 1);
+                p.setObject(2, json);
+                check(p.executeUpdate() == 1, "insert jsonb");
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("flush");
+            }
+            for (int round = 0; round < 3; round++) {
+                try (PreparedStatement p = c.prepareStatement("select j, j ->> 'a', j -> 'b' -> 1 from jj where id = ?")) {
+                    p.setInt(1, 1);
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.getMetaData().getColumnTypeName(1).equals("jsonb"), "jsonb type name");
+                        check(rs.next(), "jsonb row");
+                        check(rs.getString(1).equals("{\"a\": \"x\", \"b\": [1, 2.50, null]}"), "jsonb text " + rs.getString(1));
+                        check(rs.getString(2).equals("x"), "->>");
+                        check(rs.getString(3).equals("2.50"), "-> ->");
+                    }
+                }
+            }
+
             DatabaseMetaData meta = c.getMetaData();
             Set<String> schemas = new HashSet<>();
             try (ResultSet rs = meta.getSchemas()) {

@@ -91,6 +91,22 @@ for zone in ("Asia/Kolkata", "America/New_York", "UTC"):
         check(c.fetchone()[0], instant + datetime.timedelta(days=1),
               f"timestamptz arithmetic in {zone} (binary={binary})")
 
+# jsonb: Python objects in and out through psycopg's Jsonb adapter, in
+# text and binary (jsonb's binary form is a version byte and the text).
+from psycopg.types.json import Jsonb
+
+cur.execute("create table py_js (k int primary key, j jsonb)")
+doc = {"b": [1, 2.5, None, True], "a": {"é": "x\ny"}, "n": -3}
+cur.execute("insert into py_js values (%s, %s)", (1, Jsonb(doc)))
+cur.execute("flush")
+for binary in (False, True):
+    c = conn.cursor(binary=binary)
+    for _ in range(3):  # past the prepare threshold
+        c.execute("select j, j -> 'a', j ->> 'n' from py_js where k = %s", (1,))
+        check(c.fetchone(), (doc, {"é": "x\ny"}, "-3"), f"jsonb (binary={binary})")
+    c.execute("select %s::jsonb @> %s", (Jsonb(doc), Jsonb({"n": -3})))
+    check(c.fetchone(), (True,), f"jsonb parameters (binary={binary})")
+
 # copy() in and out.
 with cur.copy("copy py_t (k, v) from stdin") as copy:
     for i in range(200, 210):

@@ -13,6 +13,10 @@
 //! `t3.tz` holds instants around the night of a DST change in New York,
 //! written with different offsets; MVs group, join and filter on it in
 //! an explicit zone (the sessions of both databases are in UTC).
+//!
+//! `t7.doc` holds JSON documents (some keys missing, numbers written as
+//! `2` or `2.0`, some documents NULL); MVs group, join and filter on their
+//! fields.
 
 use std::collections::BTreeSet;
 
@@ -30,6 +34,7 @@ pub const TABLES: &[&str] = &[
     T4,
     T5,
     "CREATE TABLE t6 (m numeric PRIMARY KEY, v int, w int)",
+    "CREATE TABLE t7 (id int, doc jsonb)",
 ];
 
 /// Append-only with a watermark: only inserted, with `ts` never falling
@@ -308,6 +313,21 @@ pub const MVS: &[(&str, &str)] = &[
          HAVING count(*) >= (SELECT count(*) / (count(DISTINCT k) + 1) FROM t1)",
     ),
     (
+        "mv_js_kind",
+        "SELECT doc -> 'kind' AS kind, count(*) AS c, sum((doc ->> 'v')::numeric) AS sv, \
+         count(*) FILTER (WHERE doc @> '{\"flag\": true}') AS flagged FROM t7 GROUP BY doc -> 'kind'",
+    ),
+    (
+        "mv_js_join",
+        "SELECT t7.id, t1.v, t7.doc ->> 'kind' AS kind, t7.doc #>> '{tags,0}' AS tag \
+         FROM t7 JOIN t1 ON (t7.doc ->> 'ref')::int = t1.id WHERE t7.doc ? 'v'",
+    ),
+    (
+        "mv_js_tags",
+        "SELECT doc -> 'tags' AS tags, count(*) AS c, jsonb_build_object('n', count(*), 'k', min(id)) AS o \
+         FROM t7 GROUP BY doc -> 'tags'",
+    ),
+    (
         "mv_tz_hour",
         "SELECT date_trunc('hour', tz, 'America/New_York') AT TIME ZONE 'UTC' AS h, count(*) AS c, \
          min(tz) AS first, max(tz AT TIME ZONE 'America/New_York') AS last_local FROM t3 GROUP BY 1",
@@ -410,6 +430,7 @@ impl Gen {
         out.push(self.insert_t4(12));
         out.push(self.insert_t5(12));
         out.push(self.insert_t6(4));
+        out.push(self.insert_t7(20));
         out
     }
 
@@ -595,6 +616,36 @@ impl Gen {
     /// Rows of t6 with keys distinct in value (PostgreSQL refuses one
     /// statement touching a key twice), each written in a random way, some
     /// of them already there.
+    /// Rows of `t7`: an id and a random document (or NULL).
+    pub fn insert_t7(&mut self, n: usize) -> String {
+        let rows: Vec<String> = (0..n)
+            .map(|_| {
+                let id = self.rng.gen_range(0..40);
+                if self.null(0.1) {
+                    return format!("({id}, NULL)");
+                }
+                let mut fields = Vec::new();
+                if !self.null(0.1) {
+                    let kind = WORDS[self.rng.gen_range(0..4)];
+                    fields.push(format!("\"kind\": \"{kind}\""));
+                }
+                if !self.null(0.1) {
+                    let v = self.rng.gen_range(-5..20);
+                    let dot = if self.rng.gen_bool(0.3) { ".0" } else { "" };
+                    fields.push(format!("\"v\": {v}{dot}"));
+                }
+                fields.push(format!("\"ref\": {}", self.rng.gen_range(0..60)));
+                fields.push(format!("\"flag\": {}", self.rng.gen_bool(0.5)));
+                let tags: Vec<String> = (0..self.rng.gen_range(0..3))
+                    .map(|_| format!("\"{}\"", ["x", "y", "z"][self.rng.gen_range(0..3)]))
+                    .collect();
+                fields.push(format!("\"tags\": [{}]", tags.join(", ")));
+                format!("({id}, '{{{}}}')", fields.join(", "))
+            })
+            .collect();
+        format!("INSERT INTO t7 VALUES {}", rows.join(", "))
+    }
+
     pub fn insert_t6(&mut self, n: usize) -> String {
         let mut taken = BTreeSet::new();
         let rows: Vec<String> = (0..n)
@@ -698,7 +749,7 @@ impl Gen {
     }
 
     pub fn delete(&mut self) -> String {
-        let table = ["t1", "t2", "t3", "t5", "t6"][self.rng.gen_range(0..5)];
+        let table = ["t1", "t2", "t3", "t5", "t6", "t7"][self.rng.gen_range(0..6)];
         let p = self.pred(table);
         format!("DELETE FROM {table} WHERE {p}")
     }
@@ -723,7 +774,26 @@ impl Gen {
 
     /// One random DML statement, `None` if t1 or t3 has no free key.
     fn maybe_statement(&mut self) -> Option<String> {
-        match self.rng.gen_range(0..13) {
+        match self.rng.gen_range(0..14) {
+            13 => {
+                if self.rng.gen_bool(0.5) {
+                    let n = self.rng.gen_range(1..6);
+                    Some(self.insert_t7(n))
+                } else {
+                    let p = self.pred("t7");
+                    Some(match self.rng.gen_range(0..3) {
+                        0 => format!(
+                            "UPDATE t7 SET doc = doc || '{{\"v\": {}}}' WHERE {p}",
+                            self.rng.gen_range(0..9)
+                        ),
+                        1 => format!(
+                            "UPDATE t7 SET doc = jsonb_set(doc, '{{flag}}', '{}') WHERE {p}",
+                            self.rng.gen_bool(0.5)
+                        ),
+                        _ => format!("UPDATE t7 SET doc = doc - 'kind' WHERE {p}"),
+                    })
+                }
+            }
             12 => {
                 let n = self.rng.gen_range(1..5);
                 Some(self.insert_t6(n))

@@ -221,6 +221,9 @@ pub enum Func {
     JsonbExtractPath,
     JsonbExtractPathText,
     JsonbPretty,
+    /// The end of `jsonb_object_agg`: an array of `[key, value]` pairs as
+    /// an object. Internal.
+    JsonbObjectFromPairs,
 }
 
 impl Func {
@@ -531,6 +534,7 @@ impl Func {
             Func::JsonbExtractPath => "jsonb_extract_path",
             Func::JsonbExtractPathText => "jsonb_extract_path_text",
             Func::JsonbPretty => "jsonb_pretty",
+            Func::JsonbObjectFromPairs => "jsonb_object_agg",
         }
     }
 }

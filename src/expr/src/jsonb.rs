@@ -40,6 +40,7 @@ pub(super) fn owns(func: Func) -> bool {
             | Func::JsonbExtractPath
             | Func::JsonbExtractPathText
             | Func::JsonbPretty
+            | Func::JsonbObjectFromPairs
     )
 }
 
@@ -109,6 +110,9 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
                 ));
             }
             Ok(call(func, args, Jsonb))
+        }
+        Func::JsonbObjectFromPairs if types == [Array(ElemType::Jsonb)] => {
+            Ok(call(func, vec![next()?], Jsonb))
         }
         Func::ToJsonb if n == 1 => {
             let a = next()?;
@@ -482,6 +486,25 @@ fn eval(func: Func, vals: &[Datum]) -> ExprResult<Datum> {
             return Ok(value(Jsonb::Array(vals.iter().map(to_jsonb).collect())))
         }
         Func::ToJsonb => return Ok(value(to_jsonb(vals.first().unwrap_or(&None)))),
+        Func::JsonbObjectFromPairs => {
+            let Some(Some(S::Array(pairs))) = vals.first() else {
+                return Ok(None);
+            };
+            let mut out = Vec::with_capacity(pairs.items.len());
+            for p in &pairs.items {
+                match p.as_ref() {
+                    Some(S::Jsonb(p)) => match &**p {
+                        Jsonb::Array(kv) => match kv.as_slice() {
+                            [Jsonb::String(k), v] => out.push((k.clone(), v.clone())),
+                            _ => return Err(invalid("field name must not be null")),
+                        },
+                        _ => return Err(internal(func)),
+                    },
+                    _ => return Err(internal(func)),
+                }
+            }
+            return Ok(value(Jsonb::object(out)));
+        }
         Func::JsonbBuildObject => {
             let mut pairs = Vec::with_capacity(vals.len() / 2);
             for (i, kv) in vals.chunks(2).enumerate() {

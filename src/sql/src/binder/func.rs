@@ -15,7 +15,7 @@ use super::{Binder, ExprCtx};
 use crate::parser::ident_value;
 use crate::{SqlError, SqlResult};
 use ebbflow_common::{DataType, ScalarValue};
-use ebbflow_expr::{agg_return_type, build_func, common_type, AggKind, Expr, Func};
+use ebbflow_expr::{agg_return_type, build_cast, build_func, common_type, AggKind, Expr, Func};
 
 /// Aggregate functions we support, by name.
 pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
@@ -32,6 +32,8 @@ pub(super) fn agg_kind(name: &str) -> Option<AggKind> {
         "bit_xor" => AggKind::BitXor,
         "string_agg" => AggKind::StringAgg,
         "array_agg" => AggKind::ArrayAgg,
+        // An array_agg of jsonb values, made one jsonb at the end.
+        "jsonb_agg" | "json_agg" | "jsonb_object_agg" | "json_object_agg" => AggKind::ArrayAgg,
         _ => return None,
     })
 }
@@ -45,9 +47,6 @@ const UNSUPPORTED_AGGREGATES: &[&str] = &[
     "variance",
     "var_pop",
     "var_samp",
-    "json_agg",
-    "jsonb_agg",
-    "json_object_agg",
     "percentile_cont",
     "percentile_disc",
     "mode",
@@ -257,7 +256,7 @@ impl Binder<'_> {
                 match l.clauses.as_slice() {
                     [] => {}
                     [ast::FunctionArgumentClause::OrderBy(o)]
-                        if name == "string_agg" || name == "array_agg" =>
+                        if name == "string_agg" || name.ends_with("_agg") =>
                     {
                         order_by = o;
                     }
@@ -441,20 +440,43 @@ impl Binder<'_> {
     fn bind_array_agg_input(
         &mut self,
         scope: &Scope,
+        name: &str,
         distinct: bool,
         args: &[FunctionArg],
         order_by: &[ast::OrderByExpr],
     ) -> SqlResult<(Expr, DataType)> {
-        let [FunctionArg::Unnamed(FunctionArgExpr::Expr(v))] = args else {
-            return Err(SqlError::new(
+        let wrong = || {
+            SqlError::new(
                 ErrorKind::UndefinedFunction,
                 format!(
-                    "function array_agg with {} arguments does not exist",
+                    "function {name} with {} arguments does not exist",
                     args.len()
                 ),
-            ));
+            )
         };
-        let value = self.bind_typed(scope, v)?;
+        let value = match (name, args) {
+            ("array_agg", [FunctionArg::Unnamed(FunctionArgExpr::Expr(v))]) => {
+                self.bind_typed(scope, v)?
+            }
+            // jsonb_agg: each value as jsonb.
+            (_, [FunctionArg::Unnamed(FunctionArgExpr::Expr(v))]) if !name.contains("object") => {
+                let v = self.bind_expr(scope, v)?;
+                let v = self.resolve(v, DataType::Varchar)?;
+                build_func(Func::ToJsonb, vec![v])?
+            }
+            // jsonb_object_agg: each pair as `[key as text, value]`.
+            (
+                _,
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(k)), FunctionArg::Unnamed(FunctionArgExpr::Expr(v))],
+            ) if name.contains("object") => {
+                let k = self.bind_expr(scope, k)?;
+                let k = build_cast(self.resolve(k, DataType::Varchar)?, DataType::Varchar, true)?;
+                let v = self.bind_expr(scope, v)?;
+                let v = self.resolve(v, DataType::Varchar)?;
+                build_func(Func::JsonbBuildArray, vec![k, v])?
+            }
+            _ => return Err(wrong()),
+        };
         let ty = value.return_type();
         if ty.is_array() {
             return Err(SqlError::unsupported(
@@ -494,7 +516,7 @@ impl Binder<'_> {
                     .map(|e| (e, None)),
             ),
             AggKind::ArrayAgg => Some(
-                self.bind_array_agg_input(scope, distinct, args, order_by)
+                self.bind_array_agg_input(scope, name, distinct, args, order_by)
                     .map(|(e, t)| (e, Some(t))),
             ),
             _ => None,
@@ -568,7 +590,14 @@ impl Binder<'_> {
             ));
         };
         let idx = state.add_call(kind, distinct, arg, ret);
-        Ok(BExpr::Typed(Expr::input_ref(idx, ret)))
+        let result = Expr::input_ref(idx, ret);
+        Ok(BExpr::Typed(match name {
+            "jsonb_agg" | "json_agg" => build_func(Func::ToJsonb, vec![result])?,
+            "jsonb_object_agg" | "json_object_agg" => {
+                build_func(Func::JsonbObjectFromPairs, vec![result])?
+            }
+            _ => result,
+        }))
     }
 }
 
