@@ -224,6 +224,15 @@ pub enum Func {
     /// The end of `jsonb_object_agg`: an array of `[key, value]` pairs as
     /// an object. Internal.
     JsonbObjectFromPairs,
+    /// The rows of `jsonb_array_elements(j)` as a `jsonb[]` (what
+    /// `unnest` expands). Internal, as the three below.
+    JsonbElements,
+    /// `jsonb_array_elements_text(j)` as a `text[]`.
+    JsonbElementsText,
+    /// `jsonb_object_keys(j)` as a `text[]`.
+    JsonbKeys,
+    /// `jsonb_each(j)` as a `jsonb[]` of `[key, value]` pairs.
+    JsonbEachPairs,
 }
 
 impl Func {
@@ -535,6 +544,10 @@ impl Func {
             Func::JsonbExtractPathText => "jsonb_extract_path_text",
             Func::JsonbPretty => "jsonb_pretty",
             Func::JsonbObjectFromPairs => "jsonb_object_agg",
+            Func::JsonbElements => "jsonb_array_elements",
+            Func::JsonbElementsText => "jsonb_array_elements_text",
+            Func::JsonbKeys => "jsonb_object_keys",
+            Func::JsonbEachPairs => "jsonb_each",
         }
     }
 }

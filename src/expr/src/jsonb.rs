@@ -41,6 +41,10 @@ pub(super) fn owns(func: Func) -> bool {
             | Func::JsonbExtractPathText
             | Func::JsonbPretty
             | Func::JsonbObjectFromPairs
+            | Func::JsonbElements
+            | Func::JsonbElementsText
+            | Func::JsonbKeys
+            | Func::JsonbEachPairs
     )
 }
 
@@ -163,6 +167,10 @@ pub(super) fn build(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
                 }
                 (Func::JsonbDeletePath, [_]) => (vec![text_array], Jsonb),
                 (Func::JsonbTypeof, []) => (vec![], Varchar),
+                (Func::JsonbElements | Func::JsonbEachPairs, []) => {
+                    (vec![], Array(ElemType::Jsonb))
+                }
+                (Func::JsonbElementsText | Func::JsonbKeys, []) => (vec![], text_array),
                 (Func::JsonbArrayLength, []) => (vec![], Int32),
                 (Func::JsonbStripNulls | Func::JsonbPretty, []) => (vec![], Jsonb),
                 (Func::JsonbSet, [_, _]) => (vec![text_array, Jsonb], Jsonb),
@@ -586,6 +594,54 @@ fn eval(func: Func, vals: &[Datum]) -> ExprResult<Datum> {
         }
         (Func::JsonbDeletePath, Some(keys)) => delete_path(j, &texts(keys)).map(value),
         (Func::JsonbTypeof, _) => Ok(Some(S::varchar(j.type_name()))),
+        (Func::JsonbElements | Func::JsonbElementsText, _) => {
+            let items = match j {
+                Jsonb::Array(items) => items,
+                Jsonb::Object(_) => return Err(invalid("cannot extract elements from an object")),
+                _ => return Err(invalid("cannot extract elements from a scalar")),
+            };
+            Ok(Some(if func == Func::JsonbElements {
+                S::array(
+                    ElemType::Jsonb,
+                    items.iter().map(|v| value(v.clone())).collect(),
+                )
+            } else {
+                S::array(
+                    ElemType::Varchar,
+                    items.iter().map(|v| as_text(Some(v))).collect(),
+                )
+            }))
+        }
+        (Func::JsonbKeys | Func::JsonbEachPairs, _) => {
+            let Jsonb::Object(pairs) = j else {
+                return Err(invalid(match (func, j) {
+                    (Func::JsonbKeys, Jsonb::Array(_)) => {
+                        "cannot call jsonb_object_keys on an array".to_string()
+                    }
+                    (Func::JsonbKeys, _) => "cannot call jsonb_object_keys on a scalar".into(),
+                    _ => "cannot call jsonb_each on a non-object".into(),
+                }));
+            };
+            Ok(Some(if func == Func::JsonbKeys {
+                S::array(
+                    ElemType::Varchar,
+                    pairs
+                        .iter()
+                        .map(|(k, _)| Some(S::varchar(k.as_str())))
+                        .collect(),
+                )
+            } else {
+                S::array(
+                    ElemType::Jsonb,
+                    pairs
+                        .iter()
+                        .map(|(k, v)| {
+                            value(Jsonb::Array(vec![Jsonb::String(k.clone()), v.clone()]))
+                        })
+                        .collect(),
+                )
+            }))
+        }
         (Func::JsonbArrayLength, _) => match j {
             Jsonb::Array(items) => Ok(Some(S::Int32(items.len() as i32))),
             Jsonb::Object(_) => Err(invalid("cannot get array length of a non-array")),

@@ -317,7 +317,9 @@ impl Binder<'_> {
                         SelectItem::ExprWithAlias { alias, .. } => {
                             ident_value(&alias.value, alias.quote_style)
                         }
-                        _ => "unnest".to_string(),
+                        _ => super::unnest::srf_call(e)
+                            .map_or("unnest", |(n, _)| n)
+                            .to_string(),
                     });
                     unknown.push(false);
                 }
