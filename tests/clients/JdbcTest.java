@@ -85,6 +85,28 @@ public class JdbcTest {
                 }
             }
 
+            // uuid: java.util.UUID in and out.
+            try (Statement s = c.createStatement()) {
+                s.execute("create table ju (u uuid primary key, n int)");
+            }
+            UUID uid = UUID.fromString("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+            try (PreparedStatement p = c.prepareStatement("insert into ju values (?, ?)")) {
+                p.setObject(1, uid);
+                p.setInt(2, 7);
+                check(p.executeUpdate() == 1, "insert uuid");
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("flush");
+            }
+            for (int round = 0; round < 3; round++) {
+                try (PreparedStatement p = c.prepareStatement("select u, n from ju where u = ?")) {
+                    p.setObject(1, uid);
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.next() && rs.getObject(1, UUID.class).equals(uid) && rs.getInt(2) == 7, "uuid round trip");
+                    }
+                }
+            }
+
             // jsonb: a PGobject in, text out.
             try (Statement s = c.createStatement()) {
                 s.execute("create table jj (id int primary key, j jsonb)");

@@ -107,6 +107,22 @@ for binary in (False, True):
     c.execute("select %s::jsonb @> %s", (Jsonb(doc), Jsonb({"n": -3})))
     check(c.fetchone(), (True,), f"jsonb parameters (binary={binary})")
 
+# uuid: uuid.UUID in and out, text and binary.
+import uuid
+
+cur.execute("create table py_uu (u uuid primary key, n int)")
+ids = [uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), uuid.uuid4()]
+for i, u in enumerate(ids):
+    cur.execute("insert into py_uu values (%s, %s)", (u, i))
+cur.execute("flush")
+for binary in (False, True):
+    c = conn.cursor(binary=binary)
+    for _ in range(3):  # past the prepare threshold
+        c.execute("select u, n from py_uu where u = %s", (ids[1],))
+        check(c.fetchone(), (ids[1], 1), f"uuid (binary={binary})")
+    c.execute("select gen_random_uuid()")
+    check(type(c.fetchone()[0]), uuid.UUID, f"gen_random_uuid (binary={binary})")
+
 # copy() in and out.
 with cur.copy("copy py_t (k, v) from stdin") as copy:
     for i in range(200, 210):

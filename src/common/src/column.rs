@@ -55,6 +55,7 @@ pub enum ScalarRef<'a> {
     Array(&'a Arc<ArrayValue>),
     Timestamptz(i64),
     Jsonb(&'a Arc<Jsonb>),
+    Uuid(u128),
 }
 
 /// A nullable borrowed value.
@@ -77,6 +78,7 @@ impl ScalarValue {
             ScalarValue::Array(v) => ScalarRef::Array(v),
             ScalarValue::Timestamptz(v) => ScalarRef::Timestamptz(*v),
             ScalarValue::Jsonb(v) => ScalarRef::Jsonb(v),
+            ScalarValue::Uuid(v) => ScalarRef::Uuid(*v),
         }
     }
 }
@@ -103,6 +105,7 @@ impl ScalarRef<'_> {
             ScalarRef::Array(v) => ScalarValue::Array(Arc::clone(v)),
             ScalarRef::Timestamptz(v) => ScalarValue::Timestamptz(v),
             ScalarRef::Jsonb(v) => ScalarValue::Jsonb(Arc::clone(v)),
+            ScalarRef::Uuid(v) => ScalarValue::Uuid(v),
         }
     }
 }
@@ -182,6 +185,8 @@ pub enum Column {
     Timestamptz(TimestampMicrosecondArray),
     /// Shared values, `None` for NULL (as arrays are kept).
     Jsonb(Arc<[Option<Arc<Jsonb>>]>),
+    /// The 16 bytes, big-endian.
+    Uuid(FixedSizeBinaryArray),
 }
 
 /// A column of arrays: shared array values, `None` for NULL.
@@ -200,7 +205,7 @@ impl Column {
             Column::Int64(a) => a,
             Column::Float32(a) => a,
             Column::Float64(a) => a,
-            Column::Decimal(a) => a,
+            Column::Decimal(a) | Column::Uuid(a) => a,
             Column::Varchar(a) => a,
             Column::Boolean(a) => a,
             Column::Date(a) => a,
@@ -241,6 +246,7 @@ impl Column {
             Column::Array(a) => DataType::Array(a.elem),
             Column::Timestamptz(_) => DataType::Timestamptz,
             Column::Jsonb(_) => DataType::Jsonb,
+            Column::Uuid(_) => DataType::Uuid,
         })
     }
 
@@ -255,7 +261,7 @@ impl Column {
             Column::Int64(a) => a.nulls(),
             Column::Float32(a) => a.nulls(),
             Column::Float64(a) => a.nulls(),
-            Column::Decimal(a) => a.nulls(),
+            Column::Decimal(a) | Column::Uuid(a) => a.nulls(),
             Column::Varchar(a) => a.nulls(),
             Column::Boolean(a) => a.nulls(),
             Column::Date(a) => a.nulls(),
@@ -304,6 +310,7 @@ impl Column {
             Column::Array(a) => ScalarRef::Array(a.values.get(i)?.as_ref()?),
             Column::Timestamptz(a) => ScalarRef::Timestamptz(a.value(i)),
             Column::Jsonb(v) => ScalarRef::Jsonb(v.get(i)?.as_ref()?),
+            Column::Uuid(a) => ScalarRef::Uuid(u128::from_be_bytes(a.value(i).try_into().ok()?)),
         })
     }
 
@@ -362,6 +369,7 @@ impl Column {
             Column::Float32(_) => Column::Float32(out.as_primitive::<Float32Type>().clone()),
             Column::Float64(_) => Column::Float64(out.as_primitive::<Float64Type>().clone()),
             Column::Decimal(_) => Column::Decimal(out.as_fixed_size_binary().clone()),
+            Column::Uuid(_) => Column::Uuid(out.as_fixed_size_binary().clone()),
             Column::Varchar(_) => Column::Varchar(out.as_string::<i32>().clone()),
             Column::Boolean(_) => Column::Boolean(out.as_boolean().clone()),
             Column::Date(_) => Column::Date(out.as_primitive::<Date32Type>().clone()),
@@ -400,6 +408,7 @@ enum Builder {
     Array(ElemType, Vec<Option<Arc<ArrayValue>>>),
     Timestamptz(TimestampMicrosecondBuilder),
     Jsonb(Vec<Option<Arc<Jsonb>>>),
+    Uuid(FixedSizeBinaryBuilder),
 }
 
 impl Builder {
@@ -420,6 +429,7 @@ impl Builder {
             DataType::Interval => Builder::Interval(FixedSizeBinaryBuilder::with_capacity(n, 16)),
             DataType::Array(e) => Builder::Array(e, Vec::with_capacity(n)),
             DataType::Jsonb => Builder::Jsonb(Vec::with_capacity(n)),
+            DataType::Uuid => Builder::Uuid(FixedSizeBinaryBuilder::with_capacity(n, 16)),
             DataType::Timestamptz => {
                 Builder::Timestamptz(TimestampMicrosecondBuilder::with_capacity(n))
             }
@@ -446,7 +456,7 @@ impl ColumnBuilder {
             Builder::Int64(b) => b.append_null(),
             Builder::Float32(b) => b.append_null(),
             Builder::Float64(b) => b.append_null(),
-            Builder::Decimal(b) | Builder::Interval(b) => b.append_null(),
+            Builder::Decimal(b) | Builder::Interval(b) | Builder::Uuid(b) => b.append_null(),
             Builder::Varchar(b) => b.append_null(),
             Builder::Boolean(b) => b.append_null(),
             Builder::Date(b) => b.append_null(),
@@ -489,6 +499,9 @@ impl ColumnBuilder {
                 let _ = b.append_value(interval_bytes(&x));
             }
             (Builder::Jsonb(v), ScalarRef::Jsonb(x)) => v.push(Some(Arc::clone(x))),
+            (Builder::Uuid(b), ScalarRef::Uuid(x)) => {
+                let _ = b.append_value(x.to_be_bytes());
+            }
             (Builder::Array(e, v), ScalarRef::Array(x)) if x.elem == *e => {
                 v.push(Some(Arc::clone(x)))
             }
@@ -523,6 +536,7 @@ impl ColumnBuilder {
             Builder::Timestamptz(mut b) => Column::Timestamptz(b.finish()),
             Builder::Interval(mut b) => Column::Interval(b.finish()),
             Builder::Jsonb(v) => Column::Jsonb(v.into()),
+            Builder::Uuid(mut b) => Column::Uuid(b.finish()),
             Builder::Array(elem, v) => Column::Array(ArrayColumn {
                 elem,
                 values: v.into(),
@@ -548,6 +562,7 @@ impl ScalarRef<'_> {
             ScalarRef::Array(a) => DataType::Array(a.elem),
             ScalarRef::Timestamptz(_) => DataType::Timestamptz,
             ScalarRef::Jsonb(_) => DataType::Jsonb,
+            ScalarRef::Uuid(_) => DataType::Uuid,
         }
     }
 }
@@ -575,6 +590,7 @@ mod tests {
                     .unwrap_or_default(),
             ),
             ScalarValue::Timestamptz(-1_234_567_890_123),
+            ScalarValue::Uuid(0xa0ee_bc99_9c0b_4ef8_bb6d_6bb9_bd38_0a11),
             ScalarValue::Jsonb(Arc::new(
                 Jsonb::parse(r#"{"a": [1.50, null, "x"], "b": {}}"#).unwrap_or(Jsonb::Null),
             )),

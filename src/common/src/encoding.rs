@@ -170,6 +170,7 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>, form: Form) {
         }
         ScalarRef::Timestamptz(micros) => buf.extend_from_slice(&int64_bytes(micros)),
         ScalarRef::Jsonb(j) => encode_jsonb_top(buf, j, form),
+        ScalarRef::Uuid(u) => buf.extend_from_slice(&u.to_be_bytes()),
         ScalarRef::Interval(i) => {
             // Order by total, then the parts so the value round-trips: a
             // key's are the canonical ones, so equal totals give equal
@@ -441,6 +442,7 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
             ScalarValue::Interval(Interval::new(months, days, micros))
         }
         DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(decode_jsonb_top(r)?)),
+        DataType::Uuid => ScalarValue::Uuid(u128::from_be_bytes(r.take()?)),
         DataType::Array(elem) => {
             let mut items = Vec::new();
             loop {
@@ -729,7 +731,7 @@ pub fn decode_datum_tagged(data: &mut &[u8]) -> Result<Datum, DecodeError> {
     decode_value(&mut Reader { data, flip: false }, ty).map(Some)
 }
 
-const ALL_TYPES: [DataType; 13] = [
+const ALL_TYPES: [DataType; 14] = [
     DataType::Int16,
     DataType::Int32,
     DataType::Int64,
@@ -743,6 +745,7 @@ const ALL_TYPES: [DataType; 13] = [
     DataType::Interval,
     DataType::Timestamptz,
     DataType::Jsonb,
+    DataType::Uuid,
 ];
 
 /// The tag of an array type is this plus its element type's position.

@@ -89,6 +89,7 @@ pub fn format_datum_in(v: &ScalarValue, zone: &Zone) -> String {
         ScalarValue::Array(a) => format_array_in(a, zone),
         ScalarValue::Timestamptz(t) => format_timestamptz(*t, zone),
         ScalarValue::Jsonb(j) => j.to_text(),
+        ScalarValue::Uuid(u) => format_uuid(*u),
     }
 }
 
@@ -316,7 +317,50 @@ pub fn parse_datum_in(ty: DataType, s: &str, zone: &Zone) -> Result<ScalarValue,
         DataType::Array(elem) => parse_array_in(elem, s, zone)?,
         DataType::Timestamptz => ScalarValue::Timestamptz(parse_timestamptz(s, zone)?),
         DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(crate::jsonb::Jsonb::parse(s)?)),
+        DataType::Uuid => ScalarValue::Uuid(parse_uuid(s)?),
     })
+}
+
+/// `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
+pub fn format_uuid(u: u128) -> String {
+    let h = format!("{u:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// PostgreSQL's `uuid_in`: 32 hex digits in any case, optionally in
+/// braces, with a hyphen allowed after any group of four.
+pub fn parse_uuid(s: &str) -> Result<u128, ParseError> {
+    let bad = || ParseError::invalid(DataType::Uuid, s);
+    let t = s
+        .strip_prefix('{')
+        .map_or(Some(s), |inner| inner.strip_suffix('}'));
+    let t = t.ok_or_else(bad)?;
+    let mut digits = String::with_capacity(32);
+    let mut prev_hyphen = true;
+    for c in t.chars() {
+        if c == '-' {
+            if prev_hyphen || !digits.len().is_multiple_of(4) || digits.len() == 32 {
+                return Err(bad());
+            }
+            prev_hyphen = true;
+        } else if c.is_ascii_hexdigit() {
+            digits.push(c);
+            prev_hyphen = false;
+        } else {
+            return Err(bad());
+        }
+    }
+    if digits.len() != 32 || prev_hyphen {
+        return Err(bad());
+    }
+    u128::from_str_radix(&digits, 16).map_err(|_| bad())
 }
 
 /// PostgreSQL's `isspace`-trimming of input values.

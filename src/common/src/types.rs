@@ -38,6 +38,7 @@ pub enum DataType {
     Timestamptz,
     /// `jsonb` (`json` input is read as jsonb, as RisingWave does).
     Jsonb,
+    Uuid,
 }
 
 /// The element type of an array: one of the scalar [`DataType`]s.
@@ -58,11 +59,12 @@ pub enum ElemType {
     Interval,
     Timestamptz,
     Jsonb,
+    Uuid,
 }
 
 impl ElemType {
     /// Every element type, in declaration order (the order of type tags).
-    pub const ALL: [ElemType; 13] = [
+    pub const ALL: [ElemType; 14] = [
         ElemType::Int16,
         ElemType::Int32,
         ElemType::Int64,
@@ -76,6 +78,7 @@ impl ElemType {
         ElemType::Interval,
         ElemType::Timestamptz,
         ElemType::Jsonb,
+        ElemType::Uuid,
     ];
 
     /// The scalar type of the elements.
@@ -94,6 +97,7 @@ impl ElemType {
             ElemType::Interval => DataType::Interval,
             ElemType::Timestamptz => DataType::Timestamptz,
             ElemType::Jsonb => DataType::Jsonb,
+            ElemType::Uuid => DataType::Uuid,
         }
     }
 
@@ -114,6 +118,7 @@ impl ElemType {
             DataType::Interval => ElemType::Interval,
             DataType::Timestamptz => ElemType::Timestamptz,
             DataType::Jsonb => ElemType::Jsonb,
+            DataType::Uuid => ElemType::Uuid,
             DataType::Array(_) => return None,
         })
     }
@@ -158,6 +163,7 @@ impl DataType {
                 ElemType::Interval => "interval[]",
                 ElemType::Timestamptz => "timestamp with time zone[]",
                 ElemType::Jsonb => "jsonb[]",
+                ElemType::Uuid => "uuid[]",
             },
             DataType::Int16 => "smallint",
             DataType::Int32 => "integer",
@@ -172,6 +178,7 @@ impl DataType {
             DataType::Interval => "interval",
             DataType::Timestamptz => "timestamp with time zone",
             DataType::Jsonb => "jsonb",
+            DataType::Uuid => "uuid",
         }
     }
 
@@ -207,6 +214,7 @@ impl DataType {
             DataType::Interval => 1186,
             DataType::Timestamptz => 1184,
             DataType::Jsonb => 3802,
+            DataType::Uuid => 2950,
             DataType::Array(e) => match e {
                 ElemType::Int16 => 1005,
                 ElemType::Int32 => 1007,
@@ -221,6 +229,7 @@ impl DataType {
                 ElemType::Interval => 1187,
                 ElemType::Timestamptz => 1185,
                 ElemType::Jsonb => 3807,
+                ElemType::Uuid => 2951,
             },
         }
     }
@@ -461,6 +470,8 @@ pub enum ScalarValue {
     Timestamptz(i64),
     /// Behind an `Arc`, as arrays are.
     Jsonb(Arc<crate::jsonb::Jsonb>),
+    /// The 16 bytes, big-endian (their order is PostgreSQL's).
+    Uuid(u128),
 }
 
 /// A one-dimensional array value: its element type (an empty array has
@@ -533,6 +544,7 @@ impl ScalarValue {
             ScalarValue::Array(a) => DataType::Array(a.elem),
             ScalarValue::Timestamptz(_) => DataType::Timestamptz,
             ScalarValue::Jsonb(_) => DataType::Jsonb,
+            ScalarValue::Uuid(_) => DataType::Uuid,
         }
     }
 

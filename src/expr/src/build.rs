@@ -181,6 +181,13 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     if super::jsonb::owns(func) {
         return super::jsonb::build(func, args);
     }
+    if func == Func::GenRandomUuid {
+        return if args.is_empty() {
+            Ok(func_expr(func, args, Uuid))
+        } else {
+            Err(err())
+        };
+    }
     if super::jsonb::takes_operator(func, &types) {
         return super::jsonb::build_operator(func, args);
     }

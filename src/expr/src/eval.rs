@@ -311,6 +311,12 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
     if let Some(r) = super::zoned::apply(func, ty, &vals) {
         return r;
     }
+    if func == Func::GenRandomUuid {
+        // Version 4, variant 1 (RFC 9562), as PostgreSQL's.
+        let r: u128 = rand::random();
+        let v4 = (r & !(0xf << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+        return Ok(Some(ScalarValue::Uuid(v4)));
+    }
     if super::jsonb::owns(func) {
         let vals: Vec<Datum> = vals.into_iter().map(Some).collect();
         return super::jsonb::apply(func, &vals).unwrap_or(Ok(None));

@@ -233,6 +233,8 @@ pub enum Func {
     JsonbKeys,
     /// `jsonb_each(j)` as a `jsonb[]` of `[key, value]` pairs.
     JsonbEachPairs,
+    /// `gen_random_uuid()`: a random version-4 UUID per call (volatile).
+    GenRandomUuid,
 }
 
 impl Func {
@@ -346,6 +348,7 @@ impl Func {
             "make_timestamp" => Func::MakeTimestamp,
             "date_bin" => Func::DateBin,
             "timezone" => Func::Timezone,
+            "gen_random_uuid" => Func::GenRandomUuid,
             "jsonb_typeof" | "json_typeof" => Func::JsonbTypeof,
             "jsonb_array_length" | "json_array_length" => Func::JsonbArrayLength,
             "jsonb_build_object" | "json_build_object" => Func::JsonbBuildObject,
@@ -548,6 +551,7 @@ impl Func {
             Func::JsonbElementsText => "jsonb_array_elements_text",
             Func::JsonbKeys => "jsonb_object_keys",
             Func::JsonbEachPairs => "jsonb_each",
+            Func::GenRandomUuid => "gen_random_uuid",
         }
     }
 }

@@ -48,6 +48,7 @@ fn declared_type(ty: &Type) -> Result<Option<DataType>, FrontendError> {
         1114 => DataType::Timestamp,
         1184 => DataType::Timestamptz,
         114 | 3802 => DataType::Jsonb,
+        2950 => DataType::Uuid,
         1186 => DataType::Interval,
         _ => {
             return Err(FrontendError::new(

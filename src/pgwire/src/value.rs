@@ -54,7 +54,7 @@ pub(super) fn type_size(ty: DataType) -> i16 {
         DataType::Int16 => 2,
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
         DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::Timestamptz => 8,
-        DataType::Interval => 16,
+        DataType::Interval | DataType::Uuid => 16,
         DataType::Decimal | DataType::Varchar | DataType::Array(_) | DataType::Jsonb => -1,
     }
 }
@@ -179,6 +179,12 @@ fn encode_binary(
             encode_numeric(buf, &d);
         }
         DataType::Varchar => buf.put_slice(value.as_str().ok_or_else(mismatch)?.as_bytes()),
+        DataType::Uuid => {
+            let ScalarValue::Uuid(u) = value else {
+                return Err(mismatch());
+            };
+            buf.put_slice(&u.to_be_bytes());
+        }
         // `jsonb_send`: a version byte (1), then the text form.
         DataType::Jsonb => {
             let ScalarValue::Jsonb(j) = value else {
@@ -388,6 +394,7 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
         DataType::Float64 => ScalarValue::float64(decode_float(raw)?),
         DataType::Decimal => ScalarValue::Decimal(decode_numeric_value(raw)?),
         DataType::Varchar => ScalarValue::varchar(std::str::from_utf8(raw).ok()?),
+        DataType::Uuid => ScalarValue::Uuid(u128::from_be_bytes(be(raw)?)),
         DataType::Jsonb => match raw.split_first() {
             Some((1, text)) => {
                 let j =

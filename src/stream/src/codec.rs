@@ -132,7 +132,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         Column::Int64(a) => a,
         Column::Float32(a) => a,
         Column::Float64(a) => a,
-        Column::Decimal(a) | Column::Interval(a) => a,
+        Column::Decimal(a) | Column::Interval(a) | Column::Uuid(a) => a,
         Column::Varchar(a) => a,
         Column::Boolean(a) => a,
         Column::Date(a) => a,
@@ -160,7 +160,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         Column::Float64(a) => le(buf, a.values(), f64::to_le_bytes),
         Column::Date(a) => le(buf, a.values(), i32::to_le_bytes),
         Column::Timestamp(a) | Column::Timestamptz(a) => le(buf, a.values(), i64::to_le_bytes),
-        Column::Decimal(a) | Column::Interval(a) => {
+        Column::Decimal(a) | Column::Interval(a) | Column::Uuid(a) => {
             for i in 0..a.len() {
                 buf.extend_from_slice(a.value(i));
             }
@@ -297,7 +297,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
             PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
                 .map_err(bad)?,
         ),
-        DataType::Decimal | DataType::Interval => {
+        DataType::Decimal | DataType::Interval | DataType::Uuid => {
             let bytes = take(data, rows * 16)?;
             let array = FixedSizeBinaryArray::try_new(16, Buffer::from(bytes.to_vec()), nulls)
                 .map_err(bad)?;
@@ -307,6 +307,8 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
                     return Err(err("numeric scale out of range"));
                 }
                 Column::Decimal(array)
+            } else if ty == DataType::Uuid {
+                Column::Uuid(array)
             } else {
                 Column::Interval(array)
             }
@@ -374,6 +376,9 @@ mod tests {
                 Some(ScalarValue::Timestamptz(
                     i % 1_000_000_000_000 * 1_000_003 - 7,
                 )),
+                Some(ScalarValue::Uuid(
+                    (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                )),
                 Some(ScalarValue::Jsonb(std::sync::Arc::new(
                     ebbflow_common::jsonb::Jsonb::parse(&format!(
                         "{{\"k\": [{}, 1.50]}}",
@@ -391,7 +396,7 @@ mod tests {
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 14],
+                vec![None; 15],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
@@ -405,7 +410,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.columns().len(), 14);
+        assert_eq!(chunk.columns().len(), 15);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),

@@ -320,6 +320,18 @@ impl Binder<'_> {
             Some(e) => return Ok(BExpr::Typed(e)),
             None => bound,
         };
+        if name == "gen_random_uuid" && self.streaming {
+            let mut e = SqlError::new(
+                ErrorKind::FeatureNotSupported,
+                "gen_random_uuid() is not supported in a materialized view: \
+                 its value would differ between the initial snapshot and later changes",
+            );
+            e.set_hint(Some(
+                "Generate the value where the row is written: INSERT … VALUES (gen_random_uuid(), …)."
+                    .into(),
+            ));
+            return Err(e);
+        }
         match Func::from_name(&name) {
             Some(func) => Ok(BExpr::Typed(self.bind_func(func, bound)?)),
             None => {

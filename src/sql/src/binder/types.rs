@@ -39,6 +39,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
         T::Interval { .. } => DataType::Interval,
         // `json` is stored as jsonb, as RisingWave does.
         T::JSON | T::JSONB => DataType::Jsonb,
+        T::Uuid => DataType::Uuid,
         // `int[]`, `int[3]`, `integer ARRAY`: sizes are ignored, as in
         // PostgreSQL; `int[][]` is `int[]` too.
         T::Array(
@@ -61,6 +62,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
                 "timestamp" => DataType::Timestamp,
                 "timestamptz" => DataType::Timestamptz,
                 "json" | "jsonb" => DataType::Jsonb,
+                "uuid" => DataType::Uuid,
                 "interval" => DataType::Interval,
                 _ => return Err(unsupported()),
             }
@@ -86,6 +88,7 @@ pub fn internal_type_name(ty: DataType) -> &'static str {
         DataType::Interval => "interval",
         DataType::Timestamptz => "timestamptz",
         DataType::Jsonb => "jsonb",
+        DataType::Uuid => "uuid",
         // `'{1}'::int[]` is named after its element type, as in PostgreSQL.
         DataType::Array(e) => internal_type_name(e.data_type()),
     }

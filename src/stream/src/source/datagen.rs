@@ -153,6 +153,7 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                 }
                 // Arrays and jsonb are not generated: NULL.
                 DataType::Array(_) | DataType::Jsonb => return None,
+                DataType::Uuid => ScalarValue::Uuid(u128::from(r) << 64 | u128::from(mix(r))),
             })
         }
     }
