@@ -107,6 +107,29 @@ public class JdbcTest {
                 }
             }
 
+            // bytea: byte[] in and out.
+            try (Statement s = c.createStatement()) {
+                s.execute("create table jb (id int primary key, b bytea)");
+            }
+            byte[] blob = new byte[300];
+            for (int i = 0; i < blob.length; i++) blob[i] = (byte) (i * 7);
+            try (PreparedStatement p = c.prepareStatement("insert into jb values (?, ?)")) {
+                p.setInt(1, 1);
+                p.setBytes(2, blob);
+                check(p.executeUpdate() == 1, "insert bytea");
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("flush");
+            }
+            for (int round = 0; round < 3; round++) {
+                try (PreparedStatement p = c.prepareStatement("select b, length(b) from jb where id = ?")) {
+                    p.setInt(1, 1);
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.next() && Arrays.equals(rs.getBytes(1), blob) && rs.getInt(2) == 300, "bytea round trip");
+                    }
+                }
+            }
+
             // jsonb: a PGobject in, text out.
             try (Statement s = c.createStatement()) {
                 s.execute("create table jj (id int primary key, j jsonb)");

@@ -123,6 +123,17 @@ for binary in (False, True):
     c.execute("select gen_random_uuid()")
     check(type(c.fetchone()[0]), uuid.UUID, f"gen_random_uuid (binary={binary})")
 
+# bytea: bytes in and out, text (hex) and binary.
+cur.execute("create table py_by (k int primary key, b bytea)")
+blob = bytes(range(256)) + b"\x00"
+cur.execute("insert into py_by values (%s, %s)", (1, blob))
+cur.execute("flush")
+for binary in (False, True):
+    c = conn.cursor(binary=binary)
+    for _ in range(3):  # past the prepare threshold
+        c.execute("select b, length(b), b || %s from py_by where k = %s", (b"\x01", 1))
+        check(c.fetchone(), (blob, 257, blob + b"\x01"), f"bytea (binary={binary})")
+
 # copy() in and out.
 with cur.copy("copy py_t (k, v) from stdin") as copy:
     for i in range(200, 210):

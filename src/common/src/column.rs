@@ -20,16 +20,17 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Date32Builder, FixedSizeBinaryBuilder, Float32Builder, Float64Builder,
-    Int16Builder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+    BinaryBuilder, BooleanBuilder, Date32Builder, FixedSizeBinaryBuilder, Float32Builder,
+    Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, TimestampMicrosecondType,
 };
 use arrow_array::{
-    Array, BooleanArray, Date32Array, FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array,
-    Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
+    Array, BinaryArray, BooleanArray, Date32Array, FixedSizeBinaryArray, Float32Array,
+    Float64Array, Int16Array, Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
 };
 use arrow_buffer::NullBuffer;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
@@ -56,6 +57,7 @@ pub enum ScalarRef<'a> {
     Timestamptz(i64),
     Jsonb(&'a Arc<Jsonb>),
     Uuid(u128),
+    Bytea(&'a [u8]),
 }
 
 /// A nullable borrowed value.
@@ -79,6 +81,7 @@ impl ScalarValue {
             ScalarValue::Timestamptz(v) => ScalarRef::Timestamptz(*v),
             ScalarValue::Jsonb(v) => ScalarRef::Jsonb(v),
             ScalarValue::Uuid(v) => ScalarRef::Uuid(*v),
+            ScalarValue::Bytea(v) => ScalarRef::Bytea(v),
         }
     }
 }
@@ -106,6 +109,7 @@ impl ScalarRef<'_> {
             ScalarRef::Timestamptz(v) => ScalarValue::Timestamptz(v),
             ScalarRef::Jsonb(v) => ScalarValue::Jsonb(Arc::clone(v)),
             ScalarRef::Uuid(v) => ScalarValue::Uuid(v),
+            ScalarRef::Bytea(v) => ScalarValue::Bytea(Arc::from(v)),
         }
     }
 }
@@ -187,6 +191,7 @@ pub enum Column {
     Jsonb(Arc<[Option<Arc<Jsonb>>]>),
     /// The 16 bytes, big-endian.
     Uuid(FixedSizeBinaryArray),
+    Bytea(BinaryArray),
 }
 
 /// A column of arrays: shared array values, `None` for NULL.
@@ -206,6 +211,7 @@ impl Column {
             Column::Float32(a) => a,
             Column::Float64(a) => a,
             Column::Decimal(a) | Column::Uuid(a) => a,
+            Column::Bytea(a) => a,
             Column::Varchar(a) => a,
             Column::Boolean(a) => a,
             Column::Date(a) => a,
@@ -247,6 +253,7 @@ impl Column {
             Column::Timestamptz(_) => DataType::Timestamptz,
             Column::Jsonb(_) => DataType::Jsonb,
             Column::Uuid(_) => DataType::Uuid,
+            Column::Bytea(_) => DataType::Bytea,
         })
     }
 
@@ -262,6 +269,7 @@ impl Column {
             Column::Float32(a) => a.nulls(),
             Column::Float64(a) => a.nulls(),
             Column::Decimal(a) | Column::Uuid(a) => a.nulls(),
+            Column::Bytea(a) => a.nulls(),
             Column::Varchar(a) => a.nulls(),
             Column::Boolean(a) => a.nulls(),
             Column::Date(a) => a.nulls(),
@@ -311,6 +319,7 @@ impl Column {
             Column::Timestamptz(a) => ScalarRef::Timestamptz(a.value(i)),
             Column::Jsonb(v) => ScalarRef::Jsonb(v.get(i)?.as_ref()?),
             Column::Uuid(a) => ScalarRef::Uuid(u128::from_be_bytes(a.value(i).try_into().ok()?)),
+            Column::Bytea(a) => ScalarRef::Bytea(a.value(i)),
         })
     }
 
@@ -370,6 +379,7 @@ impl Column {
             Column::Float64(_) => Column::Float64(out.as_primitive::<Float64Type>().clone()),
             Column::Decimal(_) => Column::Decimal(out.as_fixed_size_binary().clone()),
             Column::Uuid(_) => Column::Uuid(out.as_fixed_size_binary().clone()),
+            Column::Bytea(_) => Column::Bytea(out.as_binary::<i32>().clone()),
             Column::Varchar(_) => Column::Varchar(out.as_string::<i32>().clone()),
             Column::Boolean(_) => Column::Boolean(out.as_boolean().clone()),
             Column::Date(_) => Column::Date(out.as_primitive::<Date32Type>().clone()),
@@ -409,6 +419,7 @@ enum Builder {
     Timestamptz(TimestampMicrosecondBuilder),
     Jsonb(Vec<Option<Arc<Jsonb>>>),
     Uuid(FixedSizeBinaryBuilder),
+    Bytea(BinaryBuilder),
 }
 
 impl Builder {
@@ -430,6 +441,7 @@ impl Builder {
             DataType::Array(e) => Builder::Array(e, Vec::with_capacity(n)),
             DataType::Jsonb => Builder::Jsonb(Vec::with_capacity(n)),
             DataType::Uuid => Builder::Uuid(FixedSizeBinaryBuilder::with_capacity(n, 16)),
+            DataType::Bytea => Builder::Bytea(BinaryBuilder::with_capacity(n, n * 8)),
             DataType::Timestamptz => {
                 Builder::Timestamptz(TimestampMicrosecondBuilder::with_capacity(n))
             }
@@ -457,6 +469,7 @@ impl ColumnBuilder {
             Builder::Float32(b) => b.append_null(),
             Builder::Float64(b) => b.append_null(),
             Builder::Decimal(b) | Builder::Interval(b) | Builder::Uuid(b) => b.append_null(),
+            Builder::Bytea(b) => b.append_null(),
             Builder::Varchar(b) => b.append_null(),
             Builder::Boolean(b) => b.append_null(),
             Builder::Date(b) => b.append_null(),
@@ -499,6 +512,7 @@ impl ColumnBuilder {
                 let _ = b.append_value(interval_bytes(&x));
             }
             (Builder::Jsonb(v), ScalarRef::Jsonb(x)) => v.push(Some(Arc::clone(x))),
+            (Builder::Bytea(b), ScalarRef::Bytea(x)) => b.append_value(x),
             (Builder::Uuid(b), ScalarRef::Uuid(x)) => {
                 let _ = b.append_value(x.to_be_bytes());
             }
@@ -537,6 +551,7 @@ impl ColumnBuilder {
             Builder::Interval(mut b) => Column::Interval(b.finish()),
             Builder::Jsonb(v) => Column::Jsonb(v.into()),
             Builder::Uuid(mut b) => Column::Uuid(b.finish()),
+            Builder::Bytea(mut b) => Column::Bytea(b.finish()),
             Builder::Array(elem, v) => Column::Array(ArrayColumn {
                 elem,
                 values: v.into(),
@@ -563,6 +578,7 @@ impl ScalarRef<'_> {
             ScalarRef::Timestamptz(_) => DataType::Timestamptz,
             ScalarRef::Jsonb(_) => DataType::Jsonb,
             ScalarRef::Uuid(_) => DataType::Uuid,
+            ScalarRef::Bytea(_) => DataType::Bytea,
         }
     }
 }
@@ -591,6 +607,7 @@ mod tests {
             ),
             ScalarValue::Timestamptz(-1_234_567_890_123),
             ScalarValue::Uuid(0xa0ee_bc99_9c0b_4ef8_bb6d_6bb9_bd38_0a11),
+            ScalarValue::Bytea(Arc::from(&b"\x00\xffab"[..])),
             ScalarValue::Jsonb(Arc::new(
                 Jsonb::parse(r#"{"a": [1.50, null, "x"], "b": {}}"#).unwrap_or(Jsonb::Null),
             )),

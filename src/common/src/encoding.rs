@@ -171,6 +171,7 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>, form: Form) {
         ScalarRef::Timestamptz(micros) => buf.extend_from_slice(&int64_bytes(micros)),
         ScalarRef::Jsonb(j) => encode_jsonb_top(buf, j, form),
         ScalarRef::Uuid(u) => buf.extend_from_slice(&u.to_be_bytes()),
+        ScalarRef::Bytea(b) => encode_bytes(buf, b),
         ScalarRef::Interval(i) => {
             // Order by total, then the parts so the value round-trips: a
             // key's are the canonical ones, so equal totals give equal
@@ -391,24 +392,9 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
             let raw: [u8; 16] = r.take()?;
             ScalarValue::Decimal(Numeric::from_bytes(raw))
         }
-        DataType::Varchar => {
-            let mut bytes = Vec::new();
-            loop {
-                let group: [u8; 8] = r.take()?;
-                let marker = r.byte()?;
-                if marker == 9 {
-                    bytes.extend_from_slice(&group);
-                } else if marker <= 8 {
-                    bytes.extend_from_slice(&group[..marker as usize]);
-                    break;
-                } else {
-                    return Err(DecodeError("bad string marker"));
-                }
-            }
-            ScalarValue::varchar(
-                String::from_utf8(bytes).map_err(|_| DecodeError("invalid utf-8"))?,
-            )
-        }
+        DataType::Varchar => ScalarValue::varchar(
+            String::from_utf8(decode_bytes(r)?).map_err(|_| DecodeError("invalid utf-8"))?,
+        ),
         DataType::Boolean => ScalarValue::Boolean(r.byte()? != 0),
         DataType::Date => {
             let days = (u64::from_be_bytes(r.take()?) ^ (1 << 63)) as i64;
@@ -443,6 +429,7 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
         }
         DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(decode_jsonb_top(r)?)),
         DataType::Uuid => ScalarValue::Uuid(u128::from_be_bytes(r.take()?)),
+        DataType::Bytea => ScalarValue::Bytea(decode_bytes(r)?.into()),
         DataType::Array(elem) => {
             let mut items = Vec::new();
             loop {
@@ -567,6 +554,23 @@ fn decode_jsonb(r: &mut Reader, depth: usize) -> Result<Jsonb, DecodeError> {
         }
         _ => return Err(DecodeError("bad jsonb kind")),
     })
+}
+
+/// The bytes [`encode_bytes`] wrote.
+fn decode_bytes(r: &mut Reader) -> Result<Vec<u8>, DecodeError> {
+    let mut bytes = Vec::new();
+    loop {
+        let group: [u8; 8] = r.take()?;
+        let marker = r.byte()?;
+        if marker == 9 {
+            bytes.extend_from_slice(&group);
+        } else if marker <= 8 {
+            bytes.extend_from_slice(&group[..marker as usize]);
+            return Ok(bytes);
+        } else {
+            return Err(DecodeError("bad string marker"));
+        }
+    }
 }
 
 fn decode_f64(r: &mut Reader) -> Result<F64, DecodeError> {
@@ -731,7 +735,7 @@ pub fn decode_datum_tagged(data: &mut &[u8]) -> Result<Datum, DecodeError> {
     decode_value(&mut Reader { data, flip: false }, ty).map(Some)
 }
 
-const ALL_TYPES: [DataType; 14] = [
+const ALL_TYPES: [DataType; 15] = [
     DataType::Int16,
     DataType::Int32,
     DataType::Int64,
@@ -746,6 +750,7 @@ const ALL_TYPES: [DataType; 14] = [
     DataType::Timestamptz,
     DataType::Jsonb,
     DataType::Uuid,
+    DataType::Bytea,
 ];
 
 /// The tag of an array type is this plus its element type's position.

@@ -90,6 +90,7 @@ pub fn format_datum_in(v: &ScalarValue, zone: &Zone) -> String {
         ScalarValue::Timestamptz(t) => format_timestamptz(*t, zone),
         ScalarValue::Jsonb(j) => j.to_text(),
         ScalarValue::Uuid(u) => format_uuid(*u),
+        ScalarValue::Bytea(b) => format_bytea(b),
     }
 }
 
@@ -318,7 +319,65 @@ pub fn parse_datum_in(ty: DataType, s: &str, zone: &Zone) -> Result<ScalarValue,
         DataType::Timestamptz => ScalarValue::Timestamptz(parse_timestamptz(s, zone)?),
         DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(crate::jsonb::Jsonb::parse(s)?)),
         DataType::Uuid => ScalarValue::Uuid(parse_uuid(s)?),
+        DataType::Bytea => ScalarValue::Bytea(parse_bytea(s)?.into()),
     })
+}
+
+/// `\x0aff`: PostgreSQL's hex output (`bytea_output = hex`).
+pub fn format_bytea(b: &[u8]) -> String {
+    let mut out = String::with_capacity(2 + 2 * b.len());
+    out.push_str("\\x");
+    for byte in b {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// PostgreSQL's `byteain`: `\x` and hex digits (blanks between pairs),
+/// or the escape form (`\\` a backslash, `\ooo` an octal byte, anything
+/// else itself).
+pub fn parse_bytea(s: &str) -> Result<Vec<u8>, ParseError> {
+    let bad = |msg: String| ParseError::new(ErrorKind::InvalidParameterValue, msg);
+    if let Some(hex) = s.strip_prefix("\\x") {
+        let mut out = Vec::with_capacity(hex.len() / 2);
+        let mut digits = hex
+            .chars()
+            .filter(|c| !matches!(c, ' ' | '\t' | '\n' | '\r'));
+        while let Some(hi) = digits.next() {
+            let nibble = |c: char| {
+                c.to_digit(16)
+                    .ok_or_else(|| bad(format!("invalid hexadecimal digit: \"{c}\"")))
+            };
+            let h = nibble(hi)?;
+            let Some(lo) = digits.next() else {
+                return Err(bad("invalid hexadecimal data: odd number of digits".into()));
+            };
+            out.push((h * 16 + nibble(lo)?) as u8);
+        }
+        return Ok(out);
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+        } else if b.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            let oct = b.get(i + 1..i + 4).filter(|o| {
+                matches!(o[0], b'0'..=b'3') && o[1..].iter().all(|d| matches!(d, b'0'..=b'7'))
+            });
+            let Some(o) = oct else {
+                return Err(ParseError::invalid(DataType::Bytea, s));
+            };
+            out.push((o[0] - b'0') * 64 + (o[1] - b'0') * 8 + (o[2] - b'0'));
+            i += 4;
+        }
+    }
+    Ok(out)
 }
 
 /// `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.

@@ -39,6 +39,7 @@ pub enum DataType {
     /// `jsonb` (`json` input is read as jsonb, as RisingWave does).
     Jsonb,
     Uuid,
+    Bytea,
 }
 
 /// The element type of an array: one of the scalar [`DataType`]s.
@@ -60,11 +61,12 @@ pub enum ElemType {
     Timestamptz,
     Jsonb,
     Uuid,
+    Bytea,
 }
 
 impl ElemType {
     /// Every element type, in declaration order (the order of type tags).
-    pub const ALL: [ElemType; 14] = [
+    pub const ALL: [ElemType; 15] = [
         ElemType::Int16,
         ElemType::Int32,
         ElemType::Int64,
@@ -79,6 +81,7 @@ impl ElemType {
         ElemType::Timestamptz,
         ElemType::Jsonb,
         ElemType::Uuid,
+        ElemType::Bytea,
     ];
 
     /// The scalar type of the elements.
@@ -98,6 +101,7 @@ impl ElemType {
             ElemType::Timestamptz => DataType::Timestamptz,
             ElemType::Jsonb => DataType::Jsonb,
             ElemType::Uuid => DataType::Uuid,
+            ElemType::Bytea => DataType::Bytea,
         }
     }
 
@@ -119,6 +123,7 @@ impl ElemType {
             DataType::Timestamptz => ElemType::Timestamptz,
             DataType::Jsonb => ElemType::Jsonb,
             DataType::Uuid => ElemType::Uuid,
+            DataType::Bytea => ElemType::Bytea,
             DataType::Array(_) => return None,
         })
     }
@@ -164,6 +169,7 @@ impl DataType {
                 ElemType::Timestamptz => "timestamp with time zone[]",
                 ElemType::Jsonb => "jsonb[]",
                 ElemType::Uuid => "uuid[]",
+                ElemType::Bytea => "bytea[]",
             },
             DataType::Int16 => "smallint",
             DataType::Int32 => "integer",
@@ -179,6 +185,7 @@ impl DataType {
             DataType::Timestamptz => "timestamp with time zone",
             DataType::Jsonb => "jsonb",
             DataType::Uuid => "uuid",
+            DataType::Bytea => "bytea",
         }
     }
 
@@ -215,6 +222,7 @@ impl DataType {
             DataType::Timestamptz => 1184,
             DataType::Jsonb => 3802,
             DataType::Uuid => 2950,
+            DataType::Bytea => 17,
             DataType::Array(e) => match e {
                 ElemType::Int16 => 1005,
                 ElemType::Int32 => 1007,
@@ -230,6 +238,7 @@ impl DataType {
                 ElemType::Timestamptz => 1185,
                 ElemType::Jsonb => 3807,
                 ElemType::Uuid => 2951,
+                ElemType::Bytea => 1001,
             },
         }
     }
@@ -472,6 +481,7 @@ pub enum ScalarValue {
     Jsonb(Arc<crate::jsonb::Jsonb>),
     /// The 16 bytes, big-endian (their order is PostgreSQL's).
     Uuid(u128),
+    Bytea(Arc<[u8]>),
 }
 
 /// A one-dimensional array value: its element type (an empty array has
@@ -545,6 +555,7 @@ impl ScalarValue {
             ScalarValue::Timestamptz(_) => DataType::Timestamptz,
             ScalarValue::Jsonb(_) => DataType::Jsonb,
             ScalarValue::Uuid(_) => DataType::Uuid,
+            ScalarValue::Bytea(_) => DataType::Bytea,
         }
     }
 

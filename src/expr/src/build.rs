@@ -166,6 +166,9 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             }
         });
     }
+    if super::bytea::owns(func, &types) {
+        return super::bytea::build(func, args);
+    }
     if super::math::owns(func) {
         return super::math::build(func, args);
     }

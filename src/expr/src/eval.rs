@@ -299,6 +299,9 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
     if let Some(r) = super::array::apply_strict(func, &vals) {
         return r;
     }
+    if let Some(r) = super::bytea::apply_strict(func, &vals) {
+        return r;
+    }
     if let Some(r) = super::math::apply_strict(func, &vals) {
         return r;
     }

@@ -235,6 +235,12 @@ pub enum Func {
     JsonbEachPairs,
     /// `gen_random_uuid()`: a random version-4 UUID per call (volatile).
     GenRandomUuid,
+    // bytea (see [`super::bytea`])
+    Sha256,
+    /// `encode(bytea, format)`.
+    Encode,
+    /// `decode(text, format)`.
+    Decode,
 }
 
 impl Func {
@@ -258,6 +264,8 @@ impl Func {
             Func::DivTrunc => DataType::Decimal,
             Func::Gcd | Func::Lcm => return None,
             f if super::math::owns(f) => DataType::Float64,
+            Func::Sha256 | Func::Encode if pos == 0 => DataType::Bytea,
+            Func::Encode | Func::Decode => DataType::Varchar,
             _ => return None,
         })
     }
@@ -349,6 +357,9 @@ impl Func {
             "date_bin" => Func::DateBin,
             "timezone" => Func::Timezone,
             "gen_random_uuid" => Func::GenRandomUuid,
+            "sha256" => Func::Sha256,
+            "encode" => Func::Encode,
+            "decode" => Func::Decode,
             "jsonb_typeof" | "json_typeof" => Func::JsonbTypeof,
             "jsonb_array_length" | "json_array_length" => Func::JsonbArrayLength,
             "jsonb_build_object" | "json_build_object" => Func::JsonbBuildObject,
@@ -552,6 +563,9 @@ impl Func {
             Func::JsonbKeys => "jsonb_object_keys",
             Func::JsonbEachPairs => "jsonb_each",
             Func::GenRandomUuid => "gen_random_uuid",
+            Func::Sha256 => "sha256",
+            Func::Encode => "encode",
+            Func::Decode => "decode",
         }
     }
 }

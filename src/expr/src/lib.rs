@@ -19,6 +19,7 @@ pub mod agg;
 mod arith;
 mod array;
 pub mod build;
+mod bytea;
 mod calendar;
 pub mod cast;
 mod datetime;

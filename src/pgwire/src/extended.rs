@@ -49,6 +49,7 @@ fn declared_type(ty: &Type) -> Result<Option<DataType>, FrontendError> {
         1184 => DataType::Timestamptz,
         114 | 3802 => DataType::Jsonb,
         2950 => DataType::Uuid,
+        17 => DataType::Bytea,
         1186 => DataType::Interval,
         _ => {
             return Err(FrontendError::new(

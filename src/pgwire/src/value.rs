@@ -55,7 +55,11 @@ pub(super) fn type_size(ty: DataType) -> i16 {
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
         DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::Timestamptz => 8,
         DataType::Interval | DataType::Uuid => 16,
-        DataType::Decimal | DataType::Varchar | DataType::Array(_) | DataType::Jsonb => -1,
+        DataType::Decimal
+        | DataType::Varchar
+        | DataType::Array(_)
+        | DataType::Jsonb
+        | DataType::Bytea => -1,
     }
 }
 
@@ -179,6 +183,12 @@ fn encode_binary(
             encode_numeric(buf, &d);
         }
         DataType::Varchar => buf.put_slice(value.as_str().ok_or_else(mismatch)?.as_bytes()),
+        DataType::Bytea => {
+            let ScalarValue::Bytea(b) = value else {
+                return Err(mismatch());
+            };
+            buf.put_slice(b);
+        }
         DataType::Uuid => {
             let ScalarValue::Uuid(u) = value else {
                 return Err(mismatch());
@@ -395,6 +405,7 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
         DataType::Decimal => ScalarValue::Decimal(decode_numeric_value(raw)?),
         DataType::Varchar => ScalarValue::varchar(std::str::from_utf8(raw).ok()?),
         DataType::Uuid => ScalarValue::Uuid(u128::from_be_bytes(be(raw)?)),
+        DataType::Bytea => ScalarValue::Bytea(raw.into()),
         DataType::Jsonb => match raw.split_first() {
             Some((1, text)) => {
                 let j =

@@ -127,6 +127,12 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
             }
             return;
         }
+        Column::Bytea(_) => {
+            for i in 0..column.len() {
+                encode_datum_exact_ref(buf, column.get(i));
+            }
+            return;
+        }
         Column::Int16(a) => a,
         Column::Int32(a) => a,
         Column::Int64(a) => a,
@@ -152,7 +158,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         }
     }
     match column {
-        Column::Null(_) | Column::Array(_) | Column::Jsonb(_) => {}
+        Column::Null(_) | Column::Array(_) | Column::Jsonb(_) | Column::Bytea(_) => {}
         Column::Int16(a) => le(buf, a.values(), i16::to_le_bytes),
         Column::Int32(a) => le(buf, a.values(), i32::to_le_bytes),
         Column::Int64(a) => le(buf, a.values(), i64::to_le_bytes),
@@ -235,7 +241,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
         return Ok(Column::Null(rows));
     }
     let ty = tag_type(code - 1).map_err(|_| err(format!("unknown type {code}")))?;
-    if ty.is_array() || ty == DataType::Jsonb {
+    if ty.is_array() || ty == DataType::Jsonb || ty == DataType::Bytea {
         let mut b = ColumnBuilder::new(Some(ty), rows);
         for _ in 0..rows {
             let d = decode_datum(data, ty).map_err(|e| err(e.to_string()))?;
@@ -334,7 +340,7 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
                 .map_err(bad)?,
             )
         }
-        DataType::Array(_) | DataType::Jsonb => {
+        DataType::Array(_) | DataType::Jsonb | DataType::Bytea => {
             return Err(err("array column decoded as a scalar one"))
         }
     })
@@ -386,6 +392,9 @@ mod tests {
                     ))
                     .expect("json"),
                 ))),
+                Some(ScalarValue::Bytea(
+                    i.to_le_bytes()[..(i as usize % 9)].into(),
+                )),
                 Some(ScalarValue::array(
                     ebbflow_common::ElemType::Varchar,
                     vec![Some(ScalarValue::varchar(text)), None],
@@ -396,7 +405,7 @@ mod tests {
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 15],
+                vec![None; 16],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
@@ -410,7 +419,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.columns().len(), 15);
+        assert_eq!(chunk.columns().len(), 16);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),

@@ -40,6 +40,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
         // `json` is stored as jsonb, as RisingWave does.
         T::JSON | T::JSONB => DataType::Jsonb,
         T::Uuid => DataType::Uuid,
+        T::Bytea => DataType::Bytea,
         // `int[]`, `int[3]`, `integer ARRAY`: sizes are ignored, as in
         // PostgreSQL; `int[][]` is `int[]` too.
         T::Array(
@@ -63,6 +64,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
                 "timestamptz" => DataType::Timestamptz,
                 "json" | "jsonb" => DataType::Jsonb,
                 "uuid" => DataType::Uuid,
+                "bytea" => DataType::Bytea,
                 "interval" => DataType::Interval,
                 _ => return Err(unsupported()),
             }
@@ -89,6 +91,7 @@ pub fn internal_type_name(ty: DataType) -> &'static str {
         DataType::Timestamptz => "timestamptz",
         DataType::Jsonb => "jsonb",
         DataType::Uuid => "uuid",
+        DataType::Bytea => "bytea",
         // `'{1}'::int[]` is named after its element type, as in PostgreSQL.
         DataType::Array(e) => internal_type_name(e.data_type()),
     }

@@ -152,7 +152,7 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                     ScalarValue::Interval(ebbflow_common::Interval::new(0, 0, int() * 1_000_000))
                 }
                 // Arrays and jsonb are not generated: NULL.
-                DataType::Array(_) | DataType::Jsonb => return None,
+                DataType::Array(_) | DataType::Jsonb | DataType::Bytea => return None,
                 DataType::Uuid => ScalarValue::Uuid(u128::from(r) << 64 | u128::from(mix(r))),
             })
         }
