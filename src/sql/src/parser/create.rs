@@ -175,10 +175,22 @@ pub(super) fn parse_emit_on_window_close(p: &mut Parser) -> SqlResult<Option<Sta
     let tokens = statement_tokens(p);
     let n = tokens.len();
     let tail = ["EMIT", "ON", "WINDOW", "CLOSE"];
-    if n < tail.len() || !tokens[n - 4..].iter().zip(tail).all(|(t, w)| is_word(t, w)) {
-        return Ok(None);
-    }
-    let mut rewritten = tokens[..n - 4].to_vec();
+    let emit_at = |i: usize| {
+        tokens
+            .get(i..i + 4)
+            .is_some_and(|w| w.iter().zip(tail).all(|(t, w)| is_word(t, w)))
+    };
+    // After the query, or (RisingWave's form) just before `AS`.
+    let at = if n >= 4 && emit_at(n - 4) {
+        n - 4
+    } else {
+        match (0..n).find(|&i| emit_at(i) && tokens.get(i + 4).is_some_and(|t| is_word(t, "AS"))) {
+            Some(i) => i,
+            None => return Ok(None),
+        }
+    };
+    let mut rewritten = tokens.clone();
+    rewritten.drain(at..at + 4);
     rewritten.push(TokenWithSpan::wrap(Token::EOF));
     let dialect = PostgreSqlDialect {};
     let mut sub = Parser::new(&dialect).with_tokens_with_locations(rewritten);
@@ -310,6 +322,16 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::FeatureNotSupported);
         let Statement::EmitOnWindowClose(stmt) =
             one("CREATE MATERIALIZED VIEW m AS SELECT 1 FROM t GROUP BY a EMIT ON WINDOW CLOSE")
+        else {
+            panic!()
+        };
+        assert!(matches!(
+            *stmt,
+            sqlparser::ast::Statement::CreateView { .. }
+        ));
+        // RisingWave's form, the clause before AS.
+        let Statement::EmitOnWindowClose(stmt) =
+            one("CREATE MATERIALIZED VIEW m EMIT ON WINDOW CLOSE AS SELECT 1 FROM t GROUP BY a")
         else {
             panic!()
         };
