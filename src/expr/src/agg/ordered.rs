@@ -101,11 +101,20 @@ impl Accumulator for StringAgg {
 }
 
 /// The hex of the memcomparable encoding of ORDER BY `keys` in their
-/// directions (`dirs`: one `a` or `d` per key), and a `|`.
+/// directions (`dirs`: one per key, `a` ascending and `d` descending with
+/// PostgreSQL's default NULL placement, `A` ascending NULLS FIRST and `D`
+/// descending NULLS LAST), and a `|`.
 fn key_prefix(dirs: &str, keys: &[Datum], extra: usize) -> String {
     let mut key = Vec::new();
     for (i, k) in keys.iter().enumerate() {
-        let desc = dirs.as_bytes().get(i) == Some(&b'd');
+        let dir = dirs.as_bytes().get(i).copied().unwrap_or(b'a');
+        let desc = dir.eq_ignore_ascii_case(&b'd');
+        if dir.is_ascii_uppercase() {
+            // The other NULL placement: a leading byte puts NULLs first
+            // (ascending) or last (descending), before the value's order.
+            let nulls_first = dir == b'A';
+            key.push(u8::from(k.is_none() != nulls_first));
+        }
         encode_datum_ordered(&mut key, k, desc);
     }
     let mut out = String::with_capacity(key.len() * 2 + extra + 1);

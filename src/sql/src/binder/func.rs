@@ -396,13 +396,8 @@ impl Binder<'_> {
         };
         let value = text(v)?;
         let delimiter = text(d)?;
-        let (dirs, keys) = self.bind_agg_order_by(
-            scope,
-            "string_agg",
-            distinct,
-            &[&value, &delimiter],
-            order_by,
-        )?;
+        let (dirs, keys) =
+            self.bind_agg_order_by(scope, distinct, &[&value, &delimiter], order_by)?;
         let mut packed = vec![value, delimiter, dirs];
         packed.extend(keys);
         Ok(Expr::Func {
@@ -417,7 +412,6 @@ impl Binder<'_> {
     fn bind_agg_order_by(
         &mut self,
         scope: &Scope,
-        name: &str,
         distinct: bool,
         args: &[&Expr],
         order_by: &[ast::OrderByExpr],
@@ -426,11 +420,6 @@ impl Binder<'_> {
         let mut keys = Vec::with_capacity(order_by.len());
         for o in order_by {
             let (desc, nulls_first) = super::select::order_options(&o.options)?;
-            if nulls_first != desc {
-                return Err(SqlError::unsupported(format!(
-                    "NULLS FIRST/LAST other than the default in {name}'s ORDER BY"
-                )));
-            }
             let b = self.bind_expr(scope, &o.expr)?;
             let k = self.resolve(b, DataType::Varchar)?;
             if distinct && !args.contains(&&k) {
@@ -439,7 +428,14 @@ impl Binder<'_> {
                     "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
                 ));
             }
-            dirs.push(if desc { 'd' } else { 'a' });
+            // Lower case: the default NULL placement (last ascending,
+            // first descending); upper case the other.
+            dirs.push(match (desc, nulls_first == desc) {
+                (false, true) => 'a',
+                (true, true) => 'd',
+                (false, false) => 'A',
+                (true, false) => 'D',
+            });
             keys.push(k);
         }
         let dirs = Expr::literal(Some(ScalarValue::varchar(dirs)), DataType::Varchar);
@@ -495,8 +491,7 @@ impl Binder<'_> {
                 "array_agg of arrays (multidimensional arrays)",
             ));
         }
-        let (dirs, keys) =
-            self.bind_agg_order_by(scope, "array_agg", distinct, &[&value], order_by)?;
+        let (dirs, keys) = self.bind_agg_order_by(scope, distinct, &[&value], order_by)?;
         let mut packed = vec![value, dirs];
         packed.extend(keys);
         let e = Expr::Func {
