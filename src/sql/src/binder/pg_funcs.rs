@@ -417,6 +417,31 @@ impl Binder<'_> {
                     ),
                 }
             }
+            // `age(ts)`: from midnight of the statement's date (in the
+            // session zone); refused in an MV as `now()` is.
+            "age" if n == 1 => {
+                if self.streaming {
+                    return Err(SqlError::new(
+                        ErrorKind::FeatureNotSupported,
+                        "age() of one argument is not supported in a materialized view: \
+                         it depends on the current date",
+                    ));
+                }
+                let instant = session.statement_time.and_utc().timestamp_micros();
+                let zone = ebbflow_expr::zoned::session_zone().0;
+                let local = zone
+                    .to_local(instant)
+                    .map_or(session.statement_time, |(l, _)| l);
+                let midnight = local.date().and_hms_opt(0, 0, 0).unwrap_or(local);
+                let arg = args
+                    .pop()
+                    .map_or(Ok(Expr::literal(None, DataType::Timestamp)), |a| {
+                        self.resolve(a, DataType::Timestamp)
+                    })?;
+                let today =
+                    Expr::literal(Some(ScalarValue::Timestamp(midnight)), DataType::Timestamp);
+                build_func(Func::Age, vec![today, arg])?
+            }
             "pg_typeof" => {
                 arity(n == 1)?;
                 match args.pop().and_then(|a| a.hint()) {

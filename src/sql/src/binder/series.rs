@@ -1,7 +1,9 @@
 //! `generate_series(start, stop [, step])` in FROM, over integer
-//! constants: bound into its rows (a `VALUES`), as drivers use it to
-//! number the elements of a constant array (pgJDBC's type cache numbers
-//! `current_schemas(false)`).
+//! constants (as drivers use it to number the elements of a constant
+//! array: pgJDBC's type cache numbers `current_schemas(false)`), and
+//! `generate_series(start, stop, step interval)` over timestamp or
+//! timestamptz constants (a timestamptz series steps in the session
+//! zone, as PostgreSQL's): bound into its rows (a `VALUES`).
 
 use ebbflow_common::ErrorKind;
 use sqlparser::ast::{FunctionArg, FunctionArgExpr};
@@ -10,7 +12,7 @@ use super::scope::Scope;
 use super::Binder;
 use crate::{SqlError, SqlResult};
 use ebbflow_common::{DataType, Field, ScalarValue};
-use ebbflow_expr::Expr;
+use ebbflow_expr::{build_func, Expr, Func};
 use ebbflow_planner::logical::LogicalPlan;
 
 /// More rows than this from one call is refused (program_limit_exceeded): the rows are
@@ -33,6 +35,9 @@ impl Binder<'_> {
                     args.len()
                 ),
             ));
+        }
+        if let Some(t) = self.series_time_type(&args[0])? {
+            return self.bind_time_series(name, args, t);
         }
         let mut values = Vec::with_capacity(3);
         let mut ty = DataType::Int32;
@@ -94,6 +99,94 @@ impl Binder<'_> {
                 };
                 rows.push(vec![Expr::literal(Some(value), ty)]);
                 v = v.saturating_add(step);
+            }
+        }
+        let column = "generate_series".to_string();
+        let plan = LogicalPlan::Values {
+            rows,
+            fields: vec![Field::new(column.clone(), ty)],
+        };
+        let scope = Scope::of_relation(Some(name), [(column, ty, false)]);
+        Ok((plan, scope))
+    }
+}
+
+impl Binder<'_> {
+    /// The type of a timestamp series' start (`None` for a number).
+    fn series_time_type(&mut self, first: &FunctionArg) -> SqlResult<Option<DataType>> {
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = first else {
+            return Ok(None);
+        };
+        let b = self.bind_expr(&Scope::default(), e)?;
+        Ok(match b.hint() {
+            Some(DataType::Timestamptz) => Some(DataType::Timestamptz),
+            Some(DataType::Timestamp | DataType::Date) => Some(DataType::Timestamp),
+            _ => None,
+        })
+    }
+
+    /// `generate_series(start, stop, step)` over timestamps of type `ty`.
+    fn bind_time_series(
+        &mut self,
+        name: &str,
+        args: &[FunctionArg],
+        ty: DataType,
+    ) -> SqlResult<(LogicalPlan, Scope)> {
+        let [start, stop, step] = args else {
+            return Err(SqlError::new(
+                ErrorKind::UndefinedFunction,
+                format!("function generate_series({}, {}) does not exist", ty, ty),
+            ));
+        };
+        let mut constant = |a: &FunctionArg, want: DataType| -> SqlResult<Expr> {
+            let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = a else {
+                return Err(SqlError::unsupported("named arguments of generate_series"));
+            };
+            let b = self.bind_expr(&Scope::default(), e)?;
+            let e = ebbflow_expr::build_cast(self.resolve(b, want)?, want, false)?;
+            match e {
+                Expr::Literal { .. } => Ok(e),
+                _ => Err(SqlError::unsupported(
+                    "generate_series with non-constant arguments",
+                )),
+            }
+        };
+        let (start, stop, step) = (
+            constant(start, ty)?,
+            constant(stop, ty)?,
+            constant(step, DataType::Interval)?,
+        );
+        let value = |e: &Expr| match e {
+            Expr::Literal { value, .. } => value.clone(),
+            _ => None,
+        };
+        let mut rows = Vec::new();
+        if let (Some(first), Some(last), Some(ScalarValue::Interval(i))) =
+            (value(&start), value(&stop), value(&step))
+        {
+            if i.total_micros() == 0 {
+                return Err(SqlError::new(
+                    ErrorKind::InvalidParameterValue,
+                    "step size cannot equal zero",
+                ));
+            }
+            let up = i.total_micros() > 0;
+            // Each next value is the previous plus the step, in the
+            // session zone for timestamptz.
+            let next = build_func(Func::Add, vec![Expr::input_ref(0, ty), step.clone()])?;
+            let mut cur = first;
+            while if up { cur <= last } else { cur >= last } {
+                if rows.len() as i64 >= MAX_ROWS {
+                    return Err(SqlError::new(
+                        ErrorKind::ProgramLimitExceeded,
+                        format!("generate_series of more than {MAX_ROWS} rows"),
+                    ));
+                }
+                rows.push(vec![Expr::literal(Some(cur.clone()), ty)]);
+                match next.eval(&vec![Some(cur)])? {
+                    Some(v) => cur = v,
+                    None => break,
+                }
             }
         }
         let column = "generate_series".to_string();
