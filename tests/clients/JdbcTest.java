@@ -130,6 +130,28 @@ public class JdbcTest {
                 }
             }
 
+            // time: LocalTime in and out.
+            try (Statement s = c.createStatement()) {
+                s.execute("create table jt2 (id int primary key, t time)");
+            }
+            java.time.LocalTime lt = java.time.LocalTime.parse("23:59:58.123456");
+            try (PreparedStatement p = c.prepareStatement("insert into jt2 values (?, ?)")) {
+                p.setInt(1, 1);
+                p.setObject(2, lt);
+                check(p.executeUpdate() == 1, "insert time");
+            }
+            try (Statement s = c.createStatement()) {
+                s.execute("flush");
+            }
+            for (int round = 0; round < 3; round++) {
+                try (PreparedStatement p = c.prepareStatement("select t from jt2 where id = ?")) {
+                    p.setInt(1, 1);
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.next() && rs.getObject(1, java.time.LocalTime.class).equals(lt), "time round trip");
+                    }
+                }
+            }
+
             // jsonb: a PGobject in, text out.
             try (Statement s = c.createStatement()) {
                 s.execute("create table jj (id int primary key, j jsonb)");

@@ -134,6 +134,17 @@ for binary in (False, True):
         c.execute("select b, length(b), b || %s from py_by where k = %s", (b"\x01", 1))
         check(c.fetchone(), (blob, 257, blob + b"\x01"), f"bytea (binary={binary})")
 
+# time: datetime.time in and out, text and binary.
+cur.execute("create table py_ti (k int primary key, t time)")
+tod = datetime.time(23, 59, 58, 123456)
+cur.execute("insert into py_ti values (%s, %s)", (1, tod))
+cur.execute("flush")
+for binary in (False, True):
+    c = conn.cursor(binary=binary)
+    for _ in range(3):  # past the prepare threshold
+        c.execute("select t, t + interval '1 hour' from py_ti where k = %s", (1,))
+        check(c.fetchone(), (tod, datetime.time(0, 59, 58, 123456)), f"time (binary={binary})")
+
 # copy() in and out.
 with cur.copy("copy py_t (k, v) from stdin") as copy:
     for i in range(200, 210):

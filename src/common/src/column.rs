@@ -22,15 +22,17 @@ use std::sync::Arc;
 use arrow_array::builder::{
     BinaryBuilder, BooleanBuilder, Date32Builder, FixedSizeBinaryBuilder, Float32Builder,
     Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
-    TimestampMicrosecondBuilder,
+    Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, TimestampMicrosecondType,
+    Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Time64MicrosecondType,
+    TimestampMicrosecondType,
 };
 use arrow_array::{
     Array, BinaryArray, BooleanArray, Date32Array, FixedSizeBinaryArray, Float32Array,
-    Float64Array, Int16Array, Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
+    Float64Array, Int16Array, Int32Array, Int64Array, StringArray, Time64MicrosecondArray,
+    TimestampMicrosecondArray,
 };
 use arrow_buffer::NullBuffer;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
@@ -58,6 +60,7 @@ pub enum ScalarRef<'a> {
     Jsonb(&'a Arc<Jsonb>),
     Uuid(u128),
     Bytea(&'a [u8]),
+    Time(i64),
 }
 
 /// A nullable borrowed value.
@@ -82,6 +85,7 @@ impl ScalarValue {
             ScalarValue::Jsonb(v) => ScalarRef::Jsonb(v),
             ScalarValue::Uuid(v) => ScalarRef::Uuid(*v),
             ScalarValue::Bytea(v) => ScalarRef::Bytea(v),
+            ScalarValue::Time(v) => ScalarRef::Time(*v),
         }
     }
 }
@@ -110,6 +114,7 @@ impl ScalarRef<'_> {
             ScalarRef::Jsonb(v) => ScalarValue::Jsonb(Arc::clone(v)),
             ScalarRef::Uuid(v) => ScalarValue::Uuid(v),
             ScalarRef::Bytea(v) => ScalarValue::Bytea(Arc::from(v)),
+            ScalarRef::Time(v) => ScalarValue::Time(v),
         }
     }
 }
@@ -192,6 +197,8 @@ pub enum Column {
     /// The 16 bytes, big-endian.
     Uuid(FixedSizeBinaryArray),
     Bytea(BinaryArray),
+    /// Microseconds since midnight.
+    Time(Time64MicrosecondArray),
 }
 
 /// A column of arrays: shared array values, `None` for NULL.
@@ -212,6 +219,7 @@ impl Column {
             Column::Float64(a) => a,
             Column::Decimal(a) | Column::Uuid(a) => a,
             Column::Bytea(a) => a,
+            Column::Time(a) => a,
             Column::Varchar(a) => a,
             Column::Boolean(a) => a,
             Column::Date(a) => a,
@@ -254,6 +262,7 @@ impl Column {
             Column::Jsonb(_) => DataType::Jsonb,
             Column::Uuid(_) => DataType::Uuid,
             Column::Bytea(_) => DataType::Bytea,
+            Column::Time(_) => DataType::Time,
         })
     }
 
@@ -270,6 +279,7 @@ impl Column {
             Column::Float64(a) => a.nulls(),
             Column::Decimal(a) | Column::Uuid(a) => a.nulls(),
             Column::Bytea(a) => a.nulls(),
+            Column::Time(a) => a.nulls(),
             Column::Varchar(a) => a.nulls(),
             Column::Boolean(a) => a.nulls(),
             Column::Date(a) => a.nulls(),
@@ -320,6 +330,7 @@ impl Column {
             Column::Jsonb(v) => ScalarRef::Jsonb(v.get(i)?.as_ref()?),
             Column::Uuid(a) => ScalarRef::Uuid(u128::from_be_bytes(a.value(i).try_into().ok()?)),
             Column::Bytea(a) => ScalarRef::Bytea(a.value(i)),
+            Column::Time(a) => ScalarRef::Time(a.value(i)),
         })
     }
 
@@ -380,6 +391,7 @@ impl Column {
             Column::Decimal(_) => Column::Decimal(out.as_fixed_size_binary().clone()),
             Column::Uuid(_) => Column::Uuid(out.as_fixed_size_binary().clone()),
             Column::Bytea(_) => Column::Bytea(out.as_binary::<i32>().clone()),
+            Column::Time(_) => Column::Time(out.as_primitive::<Time64MicrosecondType>().clone()),
             Column::Varchar(_) => Column::Varchar(out.as_string::<i32>().clone()),
             Column::Boolean(_) => Column::Boolean(out.as_boolean().clone()),
             Column::Date(_) => Column::Date(out.as_primitive::<Date32Type>().clone()),
@@ -420,6 +432,7 @@ enum Builder {
     Jsonb(Vec<Option<Arc<Jsonb>>>),
     Uuid(FixedSizeBinaryBuilder),
     Bytea(BinaryBuilder),
+    Time(Time64MicrosecondBuilder),
 }
 
 impl Builder {
@@ -442,6 +455,7 @@ impl Builder {
             DataType::Jsonb => Builder::Jsonb(Vec::with_capacity(n)),
             DataType::Uuid => Builder::Uuid(FixedSizeBinaryBuilder::with_capacity(n, 16)),
             DataType::Bytea => Builder::Bytea(BinaryBuilder::with_capacity(n, n * 8)),
+            DataType::Time => Builder::Time(Time64MicrosecondBuilder::with_capacity(n)),
             DataType::Timestamptz => {
                 Builder::Timestamptz(TimestampMicrosecondBuilder::with_capacity(n))
             }
@@ -470,6 +484,7 @@ impl ColumnBuilder {
             Builder::Float64(b) => b.append_null(),
             Builder::Decimal(b) | Builder::Interval(b) | Builder::Uuid(b) => b.append_null(),
             Builder::Bytea(b) => b.append_null(),
+            Builder::Time(b) => b.append_null(),
             Builder::Varchar(b) => b.append_null(),
             Builder::Boolean(b) => b.append_null(),
             Builder::Date(b) => b.append_null(),
@@ -513,6 +528,7 @@ impl ColumnBuilder {
             }
             (Builder::Jsonb(v), ScalarRef::Jsonb(x)) => v.push(Some(Arc::clone(x))),
             (Builder::Bytea(b), ScalarRef::Bytea(x)) => b.append_value(x),
+            (Builder::Time(b), ScalarRef::Time(x)) => b.append_value(x),
             (Builder::Uuid(b), ScalarRef::Uuid(x)) => {
                 let _ = b.append_value(x.to_be_bytes());
             }
@@ -552,6 +568,7 @@ impl ColumnBuilder {
             Builder::Jsonb(v) => Column::Jsonb(v.into()),
             Builder::Uuid(mut b) => Column::Uuid(b.finish()),
             Builder::Bytea(mut b) => Column::Bytea(b.finish()),
+            Builder::Time(mut b) => Column::Time(b.finish()),
             Builder::Array(elem, v) => Column::Array(ArrayColumn {
                 elem,
                 values: v.into(),
@@ -579,6 +596,7 @@ impl ScalarRef<'_> {
             ScalarRef::Jsonb(_) => DataType::Jsonb,
             ScalarRef::Uuid(_) => DataType::Uuid,
             ScalarRef::Bytea(_) => DataType::Bytea,
+            ScalarRef::Time(_) => DataType::Time,
         }
     }
 }
@@ -608,6 +626,7 @@ mod tests {
             ScalarValue::Timestamptz(-1_234_567_890_123),
             ScalarValue::Uuid(0xa0ee_bc99_9c0b_4ef8_bb6d_6bb9_bd38_0a11),
             ScalarValue::Bytea(Arc::from(&b"\x00\xffab"[..])),
+            ScalarValue::Time(86_400_000_000),
             ScalarValue::Jsonb(Arc::new(
                 Jsonb::parse(r#"{"a": [1.50, null, "x"], "b": {}}"#).unwrap_or(Jsonb::Null),
             )),

@@ -172,6 +172,7 @@ fn encode_value(buf: &mut Vec<u8>, v: ScalarRef<'_>, form: Form) {
         ScalarRef::Jsonb(j) => encode_jsonb_top(buf, j, form),
         ScalarRef::Uuid(u) => buf.extend_from_slice(&u.to_be_bytes()),
         ScalarRef::Bytea(b) => encode_bytes(buf, b),
+        ScalarRef::Time(t) => buf.extend_from_slice(&int64_bytes(t)),
         ScalarRef::Interval(i) => {
             // Order by total, then the parts so the value round-trips: a
             // key's are the canonical ones, so equal totals give equal
@@ -430,6 +431,7 @@ fn decode_value(r: &mut Reader, ty: DataType) -> Result<ScalarValue, DecodeError
         DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(decode_jsonb_top(r)?)),
         DataType::Uuid => ScalarValue::Uuid(u128::from_be_bytes(r.take()?)),
         DataType::Bytea => ScalarValue::Bytea(decode_bytes(r)?.into()),
+        DataType::Time => ScalarValue::Time((u64::from_be_bytes(r.take()?) ^ (1 << 63)) as i64),
         DataType::Array(elem) => {
             let mut items = Vec::new();
             loop {
@@ -735,7 +737,7 @@ pub fn decode_datum_tagged(data: &mut &[u8]) -> Result<Datum, DecodeError> {
     decode_value(&mut Reader { data, flip: false }, ty).map(Some)
 }
 
-const ALL_TYPES: [DataType; 15] = [
+const ALL_TYPES: [DataType; 16] = [
     DataType::Int16,
     DataType::Int32,
     DataType::Int64,
@@ -751,6 +753,7 @@ const ALL_TYPES: [DataType; 15] = [
     DataType::Jsonb,
     DataType::Uuid,
     DataType::Bytea,
+    DataType::Time,
 ];
 
 /// The tag of an array type is this plus its element type's position.

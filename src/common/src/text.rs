@@ -49,14 +49,17 @@ impl ParseError {
     /// for datetime types.
     pub fn invalid(ty: DataType, s: &str) -> Self {
         let kind = match ty {
-            DataType::Date | DataType::Timestamp | DataType::Timestamptz | DataType::Interval => {
-                ErrorKind::InvalidDatetimeFormat
-            }
+            DataType::Date
+            | DataType::Timestamp
+            | DataType::Timestamptz
+            | DataType::Interval
+            | DataType::Time => ErrorKind::InvalidDatetimeFormat,
             _ => ErrorKind::InvalidTextRepresentation,
         };
         let name = match ty {
             DataType::Timestamp => "timestamp",
             DataType::Timestamptz => "timestamp with time zone",
+            DataType::Time => "time",
             other => other.pg_name(),
         };
         ParseError::new(
@@ -91,6 +94,7 @@ pub fn format_datum_in(v: &ScalarValue, zone: &Zone) -> String {
         ScalarValue::Jsonb(j) => j.to_text(),
         ScalarValue::Uuid(u) => format_uuid(*u),
         ScalarValue::Bytea(b) => format_bytea(b),
+        ScalarValue::Time(t) => datetime::format_time(*t),
     }
 }
 
@@ -320,6 +324,7 @@ pub fn parse_datum_in(ty: DataType, s: &str, zone: &Zone) -> Result<ScalarValue,
         DataType::Jsonb => ScalarValue::Jsonb(std::sync::Arc::new(crate::jsonb::Jsonb::parse(s)?)),
         DataType::Uuid => ScalarValue::Uuid(parse_uuid(s)?),
         DataType::Bytea => ScalarValue::Bytea(parse_bytea(s)?.into()),
+        DataType::Time => ScalarValue::Time(datetime::parse_time(s)?),
     })
 }
 

@@ -40,6 +40,9 @@ pub enum DataType {
     Jsonb,
     Uuid,
     Bytea,
+    /// `time without time zone`: microseconds since midnight, `24:00:00`
+    /// included.
+    Time,
 }
 
 /// The element type of an array: one of the scalar [`DataType`]s.
@@ -62,11 +65,12 @@ pub enum ElemType {
     Jsonb,
     Uuid,
     Bytea,
+    Time,
 }
 
 impl ElemType {
     /// Every element type, in declaration order (the order of type tags).
-    pub const ALL: [ElemType; 15] = [
+    pub const ALL: [ElemType; 16] = [
         ElemType::Int16,
         ElemType::Int32,
         ElemType::Int64,
@@ -82,6 +86,7 @@ impl ElemType {
         ElemType::Jsonb,
         ElemType::Uuid,
         ElemType::Bytea,
+        ElemType::Time,
     ];
 
     /// The scalar type of the elements.
@@ -102,6 +107,7 @@ impl ElemType {
             ElemType::Jsonb => DataType::Jsonb,
             ElemType::Uuid => DataType::Uuid,
             ElemType::Bytea => DataType::Bytea,
+            ElemType::Time => DataType::Time,
         }
     }
 
@@ -124,6 +130,7 @@ impl ElemType {
             DataType::Jsonb => ElemType::Jsonb,
             DataType::Uuid => ElemType::Uuid,
             DataType::Bytea => ElemType::Bytea,
+            DataType::Time => ElemType::Time,
             DataType::Array(_) => return None,
         })
     }
@@ -170,6 +177,7 @@ impl DataType {
                 ElemType::Jsonb => "jsonb[]",
                 ElemType::Uuid => "uuid[]",
                 ElemType::Bytea => "bytea[]",
+                ElemType::Time => "time without time zone[]",
             },
             DataType::Int16 => "smallint",
             DataType::Int32 => "integer",
@@ -186,6 +194,7 @@ impl DataType {
             DataType::Jsonb => "jsonb",
             DataType::Uuid => "uuid",
             DataType::Bytea => "bytea",
+            DataType::Time => "time without time zone",
         }
     }
 
@@ -223,6 +232,7 @@ impl DataType {
             DataType::Jsonb => 3802,
             DataType::Uuid => 2950,
             DataType::Bytea => 17,
+            DataType::Time => 1083,
             DataType::Array(e) => match e {
                 ElemType::Int16 => 1005,
                 ElemType::Int32 => 1007,
@@ -239,6 +249,7 @@ impl DataType {
                 ElemType::Jsonb => 3807,
                 ElemType::Uuid => 2951,
                 ElemType::Bytea => 1001,
+                ElemType::Time => 1183,
             },
         }
     }
@@ -482,6 +493,8 @@ pub enum ScalarValue {
     /// The 16 bytes, big-endian (their order is PostgreSQL's).
     Uuid(u128),
     Bytea(Arc<[u8]>),
+    /// Microseconds since midnight (`0..=86_400_000_000`).
+    Time(i64),
 }
 
 /// A one-dimensional array value: its element type (an empty array has
@@ -556,6 +569,7 @@ impl ScalarValue {
             ScalarValue::Jsonb(_) => DataType::Jsonb,
             ScalarValue::Uuid(_) => DataType::Uuid,
             ScalarValue::Bytea(_) => DataType::Bytea,
+            ScalarValue::Time(_) => DataType::Time,
         }
     }
 

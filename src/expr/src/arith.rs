@@ -306,6 +306,22 @@ pub fn arith(op: ArithOp, a: &ScalarValue, b: &ScalarValue) -> ExprResult<Scalar
         (S::Timestamptz(x), S::Timestamptz(y)) if op == ArithOp::Sub => {
             S::Interval(super::zoned::diff(*x, *y)?)
         }
+        // Time of day wraps around midnight; only the interval's time
+        // part counts (PostgreSQL's `time_pl_interval`).
+        (S::Time(t), S::Interval(i)) if matches!(op, ArithOp::Add | ArithOp::Sub) => {
+            let d = if op == ArithOp::Add {
+                i.micros
+            } else {
+                i.micros.wrapping_neg()
+            };
+            S::Time(t.wrapping_add(d).rem_euclid(Interval::MICROS_PER_DAY))
+        }
+        (S::Time(x), S::Time(y)) if op == ArithOp::Sub => S::Interval(Interval::new(0, 0, x - y)),
+        (S::Date(d), S::Time(t)) if op == ArithOp::Add => S::Timestamp(
+            d.and_time(chrono::NaiveTime::MIN)
+                .checked_add_signed(chrono::TimeDelta::microseconds(*t))
+                .ok_or_else(timestamp_out_of_range)?,
+        ),
         (S::Interval(x), S::Interval(y)) if op == ArithOp::Add => S::Interval(interval_add(x, y)?),
         (S::Interval(x), S::Interval(y)) if op == ArithOp::Sub => {
             S::Interval(interval_add(x, &interval_neg(y)?)?)

@@ -71,7 +71,10 @@ fn cast_context(from: DataType, to: DataType) -> Option<CastContext> {
         (Varchar, _) => Some(CastContext::Explicit),
         (Int32, Boolean) | (Boolean, Int32) => Some(CastContext::Explicit),
         (Jsonb, t) if numeric_rank(t).is_some() || t == Boolean => Some(CastContext::Explicit),
-        (Date | Timestamp, Timestamp | Timestamptz) => Some(CastContext::Implicit),
+        (Date | Timestamp, Timestamp | Timestamptz) | (Time, Interval) => {
+            Some(CastContext::Implicit)
+        }
+        (Timestamp | Timestamptz | Interval, Time) => Some(CastContext::Assignment),
         (Timestamp | Timestamptz, Date) | (Timestamptz, Timestamp) => Some(CastContext::Assignment),
         _ => None,
     }
@@ -350,6 +353,7 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             let source = match (func, source.return_type()) {
                 (_, _) if is_unknown(&source) => coerce(source, Timestamp)?,
                 (_, Timestamp) | (Func::Extract, Date) | (_, Interval) => source,
+                (Func::Extract | Func::DatePart, Time) => source,
                 (_, Date) => build_cast(source, Timestamp, true)?,
                 _ => return Err(err()),
             };
@@ -359,6 +363,7 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
                     let ty = match source.return_type() {
                         Date => "date",
                         Interval => "interval",
+                        Time => super::datetime::TIME,
                         _ => super::datetime::TIMESTAMP,
                     };
                     super::datetime::parse_unit(name, ty)?;
@@ -608,7 +613,7 @@ fn build_arith(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     };
     // Unknown operands: an interval next to a date/timestamp/interval,
     // otherwise the other operand's type.
-    let temporal = |t: DataType| matches!(t, Date | Timestamp | Interval);
+    let temporal = |t: DataType| matches!(t, Date | Timestamp | Interval | Time);
     match (is_unknown(&l), is_unknown(&r)) {
         (true, true) => {
             l = coerce(l, Float64)?;
@@ -664,6 +669,12 @@ fn build_arith(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
             (coerce(l, Timestamp)?, coerce(r, Timestamp)?, Interval)
         }
         (Func::Add | Func::Sub, Interval, Interval) => (l, r, Interval),
+        (Func::Add | Func::Sub, Time, Interval) => (l, r, Time),
+        (Func::Add, Interval, Time) => (r, l, Time),
+        (Func::Sub, Time, Time) => (l, r, Interval),
+        (Func::Add, Date, Time) => (l, r, Timestamp),
+        (Func::Add, Time, Date) => (r, l, Timestamp),
+        (Func::Add | Func::Sub, Timestamp, Time) => (l, coerce(r, Interval)?, Timestamp),
         (Func::Mul | Func::Div, Interval, t) if num(t) => (l, coerce(r, Float64)?, Interval),
         (Func::Mul, t, Interval) if num(t) => (coerce(l, Float64)?, r, Interval),
         _ => return Err(err()),

@@ -157,6 +157,12 @@ pub fn cast_value(v: ScalarValue, to: DataType) -> ExprResult<ScalarValue> {
     cast_value_in(v, to, &Zone::UTC)
 }
 
+/// The time of day of a timestamp, in microseconds.
+pub fn time_of(t: &chrono::NaiveDateTime) -> i64 {
+    use chrono::Timelike;
+    t.num_seconds_from_midnight() as i64 * 1_000_000 + (t.nanosecond() / 1000) as i64
+}
+
 /// The `timestamp out of range` error (datetime_field_overflow).
 pub fn timestamp_out_of_range() -> ExprError {
     ExprError::new(ErrorKind::DatetimeFieldOverflow, "timestamp out of range")
@@ -214,6 +220,13 @@ pub fn cast_value_in(v: ScalarValue, to: DataType, zone: &Zone) -> ExprResult<Sc
         (S::Date(d), DataType::Timestamp) => S::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
         (S::Timestamp(t), DataType::Date) => S::Date(t.date()),
         (S::Timestamptz(t), DataType::Timestamp) => S::Timestamp(local(t)?),
+        (S::Timestamptz(t), DataType::Time) => S::Time(time_of(&local(t)?)),
+        (S::Timestamp(t), DataType::Time) => S::Time(time_of(&t)),
+        (S::Interval(i), DataType::Time) => S::Time(
+            i.micros
+                .rem_euclid(ebbflow_common::Interval::MICROS_PER_DAY),
+        ),
+        (S::Time(t), DataType::Interval) => S::Interval(ebbflow_common::Interval::new(0, 0, t)),
         (S::Timestamptz(t), DataType::Date) => S::Date(local(t)?.date()),
         (S::Timestamp(t), DataType::Timestamptz) => S::Timestamptz(instant(t)?),
         (S::Date(d), DataType::Timestamptz) => {

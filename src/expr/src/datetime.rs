@@ -210,6 +210,26 @@ pub fn extract_timestamp_as(name: &str, ts: NaiveDateTime, ty: &str) -> ExprResu
     })
 }
 
+/// The type name of `time` unit errors.
+pub const TIME: &str = "time without time zone";
+
+/// `extract(unit FROM time)`: the time-of-day units and `epoch` (seconds
+/// since midnight); date units are refused, as in PostgreSQL.
+pub fn extract_time(name: &str, micros: i64) -> ExprResult<Decimal> {
+    use Unit::*;
+    let u = parse_unit(name, TIME)?;
+    let of_minute = micros % 60_000_000;
+    Ok(match u {
+        Microseconds => Decimal::from(of_minute),
+        Milliseconds => Decimal::new(of_minute, 3),
+        Second => Decimal::new(of_minute, 6),
+        Minute => Decimal::from(micros / 60_000_000 % 60),
+        Hour => Decimal::from(micros / 3_600_000_000),
+        Epoch => Decimal::new(micros, 6),
+        _ => return Err(not_supported(name, TIME)),
+    })
+}
+
 /// `extract(unit FROM date)`: integers; time-of-day units are refused, as
 /// in PostgreSQL.
 pub fn extract_date(name: &str, date: NaiveDate) -> ExprResult<Decimal> {

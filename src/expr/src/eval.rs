@@ -361,6 +361,7 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             Ok(Some(ScalarValue::decimal(match v(1)? {
                 ScalarValue::Timestamp(t) => super::datetime::extract_timestamp(unit, *t)?,
                 ScalarValue::Date(d) => super::datetime::extract_date(unit, *d)?,
+                ScalarValue::Time(t) => super::datetime::extract_time(unit, *t)?,
                 ScalarValue::Interval(i) => super::datetime::extract_interval(unit, i)?,
                 other => return Err(internal(format!("extract from {}", other.data_type()))),
             })))
@@ -384,6 +385,9 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
             )?)))
         }
         Func::DatePart => match v(1)? {
+            ScalarValue::Time(t) => Ok(Some(ScalarValue::float64(super::cast::decimal_to_f64(
+                &super::datetime::extract_time(as_str(v(0)?)?, *t)?,
+            )))),
             ScalarValue::Timestamp(t) => Ok(Some(ScalarValue::float64(
                 super::datetime::date_part(as_str(v(0)?)?, *t)?,
             ))),

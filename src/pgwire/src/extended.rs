@@ -50,6 +50,7 @@ fn declared_type(ty: &Type) -> Result<Option<DataType>, FrontendError> {
         114 | 3802 => DataType::Jsonb,
         2950 => DataType::Uuid,
         17 => DataType::Bytea,
+        1083 => DataType::Time,
         1186 => DataType::Interval,
         _ => {
             return Err(FrontendError::new(

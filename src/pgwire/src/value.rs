@@ -53,7 +53,11 @@ pub(super) fn type_size(ty: DataType) -> i16 {
         DataType::Boolean => 1,
         DataType::Int16 => 2,
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
-        DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::Timestamptz => 8,
+        DataType::Int64
+        | DataType::Float64
+        | DataType::Timestamp
+        | DataType::Timestamptz
+        | DataType::Time => 8,
         DataType::Interval | DataType::Uuid => 16,
         DataType::Decimal
         | DataType::Varchar
@@ -183,6 +187,12 @@ fn encode_binary(
             encode_numeric(buf, &d);
         }
         DataType::Varchar => buf.put_slice(value.as_str().ok_or_else(mismatch)?.as_bytes()),
+        DataType::Time => {
+            let ScalarValue::Time(t) = value else {
+                return Err(mismatch());
+            };
+            buf.put_i64(*t);
+        }
         DataType::Bytea => {
             let ScalarValue::Bytea(b) = value else {
                 return Err(mismatch());
@@ -406,6 +416,13 @@ fn decode_binary(ty: DataType, raw: &[u8]) -> Option<ScalarValue> {
         DataType::Varchar => ScalarValue::varchar(std::str::from_utf8(raw).ok()?),
         DataType::Uuid => ScalarValue::Uuid(u128::from_be_bytes(be(raw)?)),
         DataType::Bytea => ScalarValue::Bytea(raw.into()),
+        DataType::Time => {
+            let t = i64::from_be_bytes(be(raw)?);
+            if !(0..=86_400_000_000).contains(&t) {
+                return None;
+            }
+            ScalarValue::Time(t)
+        }
         DataType::Jsonb => match raw.split_first() {
             Some((1, text)) => {
                 let j =

@@ -143,6 +143,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         Column::Boolean(a) => a,
         Column::Date(a) => a,
         Column::Timestamp(a) | Column::Timestamptz(a) => a,
+        Column::Time(a) => a,
     };
     match array.logical_nulls() {
         Some(nulls) if nulls.null_count() > 0 => {
@@ -166,6 +167,7 @@ fn encode_column(buf: &mut Vec<u8>, column: &Column) {
         Column::Float64(a) => le(buf, a.values(), f64::to_le_bytes),
         Column::Date(a) => le(buf, a.values(), i32::to_le_bytes),
         Column::Timestamp(a) | Column::Timestamptz(a) => le(buf, a.values(), i64::to_le_bytes),
+        Column::Time(a) => le(buf, a.values(), i64::to_le_bytes),
         Column::Decimal(a) | Column::Interval(a) | Column::Uuid(a) => {
             for i in 0..a.len() {
                 buf.extend_from_slice(a.value(i));
@@ -303,6 +305,10 @@ fn decode_column(data: &mut &[u8], rows: usize) -> Result<Column, CodecError> {
             PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
                 .map_err(bad)?,
         ),
+        DataType::Time => Column::Time(
+            PrimitiveArray::try_new(fixed(data, rows, i64::from_le_bytes)?.into(), nulls)
+                .map_err(bad)?,
+        ),
         DataType::Decimal | DataType::Interval | DataType::Uuid => {
             let bytes = take(data, rows * 16)?;
             let array = FixedSizeBinaryArray::try_new(16, Buffer::from(bytes.to_vec()), nulls)
@@ -395,6 +401,7 @@ mod tests {
                 Some(ScalarValue::Bytea(
                     i.to_le_bytes()[..(i as usize % 9)].into(),
                 )),
+                Some(ScalarValue::Time(i.rem_euclid(86_400_000_001))),
                 Some(ScalarValue::array(
                     ebbflow_common::ElemType::Varchar,
                     vec![Some(ScalarValue::varchar(text)), None],
@@ -405,7 +412,7 @@ mod tests {
             vec![Op::Insert, Op::Delete, Op::UpdateDelete, Op::UpdateInsert],
             vec![
                 row(1, 1.5, "abcdefghijklmnop", true, date(2024, 2, 29)),
-                vec![None; 16],
+                vec![None; 17],
                 row(i64::MIN / 2, f64::NAN, "é", false, date(1, 1, 1)),
                 row(i64::MAX / 2, f64::INFINITY, "", true, date(2262, 4, 11)),
             ],
@@ -419,7 +426,7 @@ mod tests {
     #[test]
     fn chunks_of_every_type_round_trip() {
         let chunk = every_type_chunk();
-        assert_eq!(chunk.columns().len(), 16);
+        assert_eq!(chunk.columns().len(), 17);
         match round_trip(&Message::Chunk(chunk.clone())) {
             Message::Chunk(back) => assert_eq!(back, chunk),
             other => panic!("{other:?}"),

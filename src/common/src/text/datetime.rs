@@ -249,6 +249,34 @@ fn parse_local(ty: DataType, s: &str) -> Result<(NaiveDateTime, Option<Zone>), P
     }
 }
 
+/// `10:11:12.5`: a time of day (`24:00:00` for the end of the day).
+pub fn format_time(micros: i64) -> String {
+    let secs = micros.div_euclid(1_000_000);
+    let mut out = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    push_fraction(&mut out, micros.rem_euclid(1_000_000) as u32);
+    out
+}
+
+/// PostgreSQL's `time_in`: `HH:MM[:SS[.frac]]` (`24:00:00` allowed), with
+/// an optional date before it and a zone after it, both ignored.
+pub fn parse_time(s: &str) -> Result<i64, ParseError> {
+    let t = pg_trim(s);
+    // A date in front (`2024-01-01 10:00`) is allowed and dropped.
+    let rest = match t.find([' ', 'T']) {
+        Some(i) if t[..i].contains(['-', '/']) => t[i + 1..].trim(),
+        _ => t,
+    };
+    let (time, _zone) = split_zone(rest);
+    if time.is_empty() {
+        return Err(ParseError::invalid(DataType::Time, s));
+    }
+    let (time, carry) = parse_time_part(DataType::Time, s, time)?;
+    if carry {
+        return Ok(86_400_000_000);
+    }
+    Ok(time.num_seconds_from_midnight() as i64 * 1_000_000 + (time.nanosecond() / 1000) as i64)
+}
+
 /// Split `10:00:00.5+05:30` / `10:00 America/New_York` / `+02` into the
 /// time and the zone written after it.
 fn split_zone(rest: &str) -> (&str, Option<&str>) {

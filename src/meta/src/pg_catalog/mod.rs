@@ -105,6 +105,7 @@ pub const PG_TYPES: &[PgType] = &[
     (3802, "jsonb", "jsonb", -1, "U", 3807),
     (2950, "uuid", "uuid", 16, "U", 2951),
     (17, "bytea", "bytea", -1, "U", 1001),
+    (1083, "time", "time without time zone", 8, "D", 1183),
     (1700, "numeric", "numeric", -1, "N", 1231),
     (2205, "regclass", "regclass", 4, "N", 2210),
     (2206, "regtype", "regtype", 4, "N", 2211),

@@ -41,6 +41,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
         T::JSON | T::JSONB => DataType::Jsonb,
         T::Uuid => DataType::Uuid,
         T::Bytea => DataType::Bytea,
+        T::Time(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => DataType::Time,
         // `int[]`, `int[3]`, `integer ARRAY`: sizes are ignored, as in
         // PostgreSQL; `int[][]` is `int[]` too.
         T::Array(
@@ -65,6 +66,7 @@ pub fn data_type_from_ast(dt: &ast::DataType) -> SqlResult<DataType> {
                 "json" | "jsonb" => DataType::Jsonb,
                 "uuid" => DataType::Uuid,
                 "bytea" => DataType::Bytea,
+                "time" => DataType::Time,
                 "interval" => DataType::Interval,
                 _ => return Err(unsupported()),
             }
@@ -92,6 +94,7 @@ pub fn internal_type_name(ty: DataType) -> &'static str {
         DataType::Jsonb => "jsonb",
         DataType::Uuid => "uuid",
         DataType::Bytea => "bytea",
+        DataType::Time => "time",
         // `'{1}'::int[]` is named after its element type, as in PostgreSQL.
         DataType::Array(e) => internal_type_name(e.data_type()),
     }

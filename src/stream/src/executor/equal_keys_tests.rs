@@ -94,6 +94,7 @@ fn random_value(rng: &mut StdRng, ty: DataType) -> ScalarValue {
         DataType::Interval => ScalarValue::Interval(random_interval(rng)),
         DataType::Timestamptz => ScalarValue::Timestamptz(rng.gen_range(-3..3) * 1_000_000),
         DataType::Uuid => ScalarValue::Uuid(rng.gen_range(0..3)),
+        DataType::Time => ScalarValue::Time(rng.gen_range(0..3) * 1_000_000),
         DataType::Bytea => {
             ScalarValue::Bytea([b"".as_slice(), b"\x00", b"ab"][rng.gen_range(0..3)].into())
         }

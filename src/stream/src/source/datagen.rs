@@ -153,6 +153,7 @@ fn gen_value(ty: DataType, g: &FieldGen, offset: u64) -> Datum {
                 }
                 // Arrays and jsonb are not generated: NULL.
                 DataType::Array(_) | DataType::Jsonb | DataType::Bytea => return None,
+                DataType::Time => ScalarValue::Time(int().rem_euclid(86_400) * 1_000_000),
                 DataType::Uuid => ScalarValue::Uuid(u128::from(r) << 64 | u128::from(mix(r))),
             })
         }
