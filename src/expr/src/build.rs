@@ -187,6 +187,22 @@ pub fn build_func(func: Func, args: Vec<Expr>) -> ExprResult<Expr> {
     if super::jsonb::owns(func) {
         return super::jsonb::build(func, args);
     }
+    if super::split::owns(func) {
+        return super::split::build(func, args);
+    }
+    if func == Func::ToTimestamp {
+        return match types.as_slice() {
+            [t] if numeric_rank(*t).is_some() || is_unknown(&args[0]) => {
+                let a = coerce(args.into_iter().next().ok_or_else(err)?, Float64)?;
+                Ok(func_expr(func, vec![a], Timestamptz))
+            }
+            [_, _] => Err(ExprError::new(
+                ErrorKind::FeatureNotSupported,
+                "to_timestamp(text, format) is not supported yet",
+            )),
+            _ => Err(err()),
+        };
+    }
     if func == Func::GenRandomUuid {
         return if args.is_empty() {
             Ok(func_expr(func, args, Uuid))

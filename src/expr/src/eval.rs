@@ -173,6 +173,10 @@ fn eval_func(func: Func, args: &[Expr], ty: DataType, row: &Row) -> ExprResult<D
             let vals = eval_args(args, row)?;
             return super::array::eval_lenient(func, ty, vals);
         }
+        f if super::split::reads_nulls(f) => {
+            let vals = eval_args(args, row)?;
+            return super::split::apply(func, &vals).unwrap_or(Ok(None));
+        }
         f if super::jsonb::reads_nulls(f) => {
             let vals = eval_args(args, row)?;
             return super::jsonb::apply(func, &vals).unwrap_or(Ok(None));
@@ -284,6 +288,7 @@ pub(super) fn is_strict(func: Func) -> bool {
             | Func::ArrayAggInput
     ) && !super::array::is_lenient(func)
         && !super::jsonb::reads_nulls(func)
+        && !super::split::reads_nulls(func)
 }
 
 /// A strict function of non-NULL arguments.
@@ -313,6 +318,32 @@ pub(super) fn apply_strict(func: Func, ty: DataType, vals: Vec<ScalarValue>) -> 
     }
     if let Some(r) = super::zoned::apply(func, ty, &vals) {
         return r;
+    }
+    if super::split::owns(func) {
+        let vals: Vec<Datum> = vals.into_iter().map(Some).collect();
+        return super::split::apply(func, &vals).unwrap_or(Ok(None));
+    }
+    if let (Func::ToTimestamp, [ScalarValue::Float64(secs)]) = (func, vals.as_slice()) {
+        let micros = (secs.0 * 1e6).round();
+        if secs.0.is_nan() {
+            return Err(ExprError::new(
+                ErrorKind::DatetimeFieldOverflow,
+                "timestamp cannot be NaN",
+            ));
+        }
+        let in_range = micros.is_finite()
+            && micros.abs() < 9.2e18
+            && ebbflow_common::Zone::UTC.to_local(micros as i64).is_some();
+        if !in_range {
+            return Err(ExprError::new(
+                ErrorKind::DatetimeFieldOverflow,
+                format!(
+                    "timestamp out of range: \"{}\"",
+                    ebbflow_common::text::format_float(secs.0, false)
+                ),
+            ));
+        }
+        return Ok(Some(ScalarValue::Timestamptz(micros as i64)));
     }
     if func == Func::GenRandomUuid {
         // Version 4, variant 1 (RFC 9562), as PostgreSQL's.

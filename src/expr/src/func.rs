@@ -241,6 +241,12 @@ pub enum Func {
     Encode,
     /// `decode(text, format)`.
     Decode,
+    // splitting (see [`super::split`])
+    StringToArray,
+    RegexpSplitToArray,
+    RegexpCount,
+    /// `to_timestamp(seconds)`: seconds since 1970-01-01 00:00 UTC.
+    ToTimestamp,
 }
 
 impl Func {
@@ -259,6 +265,9 @@ impl Func {
         if super::jsonb::owns(self) {
             return Some(super::jsonb::unknown_arg_type(self, pos));
         }
+        if super::split::owns(self) {
+            return Some(super::split::unknown_arg_type(self, pos));
+        }
         Some(match self {
             Func::Trunc if pos == 1 => DataType::Int32,
             Func::DivTrunc => DataType::Decimal,
@@ -266,6 +275,7 @@ impl Func {
             f if super::math::owns(f) => DataType::Float64,
             Func::Sha256 | Func::Encode if pos == 0 => DataType::Bytea,
             Func::Encode | Func::Decode => DataType::Varchar,
+            Func::ToTimestamp => DataType::Float64,
             _ => return None,
         })
     }
@@ -360,6 +370,10 @@ impl Func {
             "sha256" => Func::Sha256,
             "encode" => Func::Encode,
             "decode" => Func::Decode,
+            "string_to_array" => Func::StringToArray,
+            "regexp_split_to_array" => Func::RegexpSplitToArray,
+            "regexp_count" => Func::RegexpCount,
+            "to_timestamp" => Func::ToTimestamp,
             "jsonb_typeof" | "json_typeof" => Func::JsonbTypeof,
             "jsonb_array_length" | "json_array_length" => Func::JsonbArrayLength,
             "jsonb_build_object" | "json_build_object" => Func::JsonbBuildObject,
@@ -566,6 +580,10 @@ impl Func {
             Func::Sha256 => "sha256",
             Func::Encode => "encode",
             Func::Decode => "decode",
+            Func::StringToArray => "string_to_array",
+            Func::RegexpSplitToArray => "regexp_split_to_array",
+            Func::RegexpCount => "regexp_count",
+            Func::ToTimestamp => "to_timestamp",
         }
     }
 }

@@ -30,6 +30,7 @@ mod math;
 mod monotone;
 pub mod over;
 mod regexp;
+mod split;
 mod str_cache;
 mod string;
 mod text_funcs;

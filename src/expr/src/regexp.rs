@@ -134,6 +134,66 @@ pub fn regexp_match(
     Ok(Some(groups))
 }
 
+/// `regexp_split_to_array(s, pattern, flags)`: the pieces between
+/// matches, ignoring (as PostgreSQL does) a zero-length match at either
+/// end of `s` or right after the previous match.
+pub fn regexp_split(s: &str, pattern: &str, flags: &str) -> ExprResult<Vec<String>> {
+    let flags = parse_flags(flags)?;
+    if flags.global {
+        return Err(ExprError::new(
+            ErrorKind::InvalidParameterValue,
+            "regexp_split_to_array() does not support the \"global\" option",
+        ));
+    }
+    let re = compile(pattern, flags)?;
+    let mut out = Vec::new();
+    let mut last = 0;
+    for m in re.find_iter(s) {
+        if m.start() == m.end() && (m.start() == 0 || m.start() == s.len() || m.start() == last) {
+            continue;
+        }
+        out.push(s[last..m.start()].to_string());
+        last = m.end();
+    }
+    out.push(s[last..].to_string());
+    Ok(out)
+}
+
+/// `regexp_count(s, pattern, start, flags)`: the matches from character
+/// `start` (1-based) on.
+pub fn regexp_count(s: &str, pattern: &str, start: i32, flags: &str) -> ExprResult<i32> {
+    if start <= 0 {
+        return Err(ExprError::new(
+            ErrorKind::InvalidParameterValue,
+            format!("invalid value for parameter \"start\": {start}"),
+        ));
+    }
+    let flags = parse_flags(flags)?;
+    let re = compile(pattern, flags)?;
+    let from = s
+        .char_indices()
+        .nth(start as usize - 1)
+        .map_or(s.len(), |(i, _)| i);
+    // PostgreSQL's scan: after a match go on from its end (one character
+    // further after an empty one), so an empty match right after a
+    // non-empty one counts too.
+    let mut count = 0;
+    let mut at = from;
+    while at <= s.len() {
+        let Some(m) = re.find_at(s, at) else { break };
+        count += 1;
+        at = if m.is_empty() {
+            match s[m.end()..].chars().next() {
+                Some(c) => m.end() + c.len_utf8(),
+                None => break,
+            }
+        } else {
+            m.end()
+        };
+    }
+    Ok(count)
+}
+
 /// `regexp_replace(s, pattern, replacement, flags)`: the first match (each
 /// with `g`) replaced. In the replacement `\1`…`\9` stand for a group, `\&`
 /// for the whole match and `\\` for a backslash; any other character is
