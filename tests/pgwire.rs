@@ -721,8 +721,8 @@ async fn exact_tags_and_message_sequences() {
     c.send(b'B', &bind_msg("", "", &[], &[0, 1])).await;
     c.send(b'S', &[]).await;
     assert_eq!(c.exchange().await, ["1", "E 08P01", "Z"]);
-    // An unsupported declared parameter type.
-    c.send(b'P', &parse_msg("", "echo any", &[114])).await;
+    // An unsupported declared parameter type (600: point).
+    c.send(b'P', &parse_msg("", "echo any", &[600])).await;
     c.send(b'S', &[]).await;
     assert_eq!(c.exchange().await, ["E 0A000", "Z"]);
     // A text parameter, and NULL.
