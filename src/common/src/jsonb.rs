@@ -91,6 +91,35 @@ impl Jsonb {
         }
     }
 
+    /// Whether every number is written in its normalized form (`1`, not
+    /// `1.0`): the value is its equality class's key representative.
+    pub fn is_normalized(&self) -> bool {
+        match self {
+            Jsonb::Number(d) => d.serialize() == d.normalize().serialize(),
+            Jsonb::Array(items) => items.iter().all(Jsonb::is_normalized),
+            Jsonb::Object(pairs) => pairs.iter().all(|(_, v)| v.is_normalized()),
+            _ => true,
+        }
+    }
+
+    /// For two equal values: whether they are also written alike (`1.0`
+    /// and `1` are equal, not alike).
+    pub fn written_alike(&self, other: &Jsonb) -> bool {
+        match (self, other) {
+            (Jsonb::Number(a), Jsonb::Number(b)) => a.serialize() == b.serialize(),
+            (Jsonb::Array(a), Jsonb::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.written_alike(y))
+            }
+            (Jsonb::Object(a), Jsonb::Object(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|((ka, va), (kb, vb))| ka == kb && va.written_alike(vb))
+            }
+            (a, b) => a == b,
+        }
+    }
+
     /// PostgreSQL's text form: `{"a": 1, "b": [true, null]}`.
     pub fn to_text(&self) -> String {
         let mut out = String::new();

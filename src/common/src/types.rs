@@ -690,7 +690,7 @@ fn same_representation(a: &ScalarValue, b: &ScalarValue) -> bool {
         }
         (ScalarValue::Array(x), ScalarValue::Array(y)) => identical(&x.items, &y.items),
         // `1.0` and `1` inside are equal but not written alike.
-        (ScalarValue::Jsonb(x), ScalarValue::Jsonb(y)) => x.to_text() == y.to_text(),
+        (ScalarValue::Jsonb(x), ScalarValue::Jsonb(y)) => x.written_alike(y),
         _ => true,
     }
 }

@@ -409,18 +409,7 @@ impl Func {
             Func::RegexIMatch => "~*",
             Func::RegexNotIMatch => "!~*",
             Func::ILike | Func::NotILike => "~~*",
-            Func::JsonbGet
-            | Func::JsonbGetText
-            | Func::JsonbGetPath
-            | Func::JsonbGetPathText
-            | Func::JsonbContains
-            | Func::JsonbContainedBy
-            | Func::JsonbExists
-            | Func::JsonbExistsAny
-            | Func::JsonbExistsAll
-            | Func::JsonbConcat
-            | Func::JsonbDelete
-            | Func::JsonbDeletePath => self.name(),
+            f if super::jsonb::is_operator(f) => self.name(),
             _ => return None,
         })
     }

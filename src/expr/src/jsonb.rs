@@ -16,6 +16,29 @@ use super::{Expr, ExprError, ExprResult};
 
 /// Whether `func` is one of this module's.
 pub(super) fn owns(func: Func) -> bool {
+    is_operator(func)
+        || matches!(
+            func,
+            Func::JsonbTypeof
+                | Func::JsonbArrayLength
+                | Func::JsonbBuildObject
+                | Func::JsonbBuildArray
+                | Func::ToJsonb
+                | Func::JsonbStripNulls
+                | Func::JsonbSet
+                | Func::JsonbExtractPath
+                | Func::JsonbExtractPathText
+                | Func::JsonbPretty
+                | Func::JsonbObjectFromPairs
+                | Func::JsonbElements
+                | Func::JsonbElementsText
+                | Func::JsonbKeys
+                | Func::JsonbEachPairs
+        )
+}
+
+/// Whether `func` is one of jsonb's operators (named by its symbol).
+pub(super) fn is_operator(func: Func) -> bool {
     matches!(
         func,
         Func::JsonbGet
@@ -30,21 +53,6 @@ pub(super) fn owns(func: Func) -> bool {
             | Func::JsonbConcat
             | Func::JsonbDelete
             | Func::JsonbDeletePath
-            | Func::JsonbTypeof
-            | Func::JsonbArrayLength
-            | Func::JsonbBuildObject
-            | Func::JsonbBuildArray
-            | Func::ToJsonb
-            | Func::JsonbStripNulls
-            | Func::JsonbSet
-            | Func::JsonbExtractPath
-            | Func::JsonbExtractPathText
-            | Func::JsonbPretty
-            | Func::JsonbObjectFromPairs
-            | Func::JsonbElements
-            | Func::JsonbElementsText
-            | Func::JsonbKeys
-            | Func::JsonbEachPairs
     )
 }
 

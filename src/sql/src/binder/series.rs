@@ -101,13 +101,7 @@ impl Binder<'_> {
                 v = v.saturating_add(step);
             }
         }
-        let column = "generate_series".to_string();
-        let plan = LogicalPlan::Values {
-            rows,
-            fields: vec![Field::new(column.clone(), ty)],
-        };
-        let scope = Scope::of_relation(Some(name), [(column, ty, false)]);
-        Ok((plan, scope))
+        Ok(series_relation(name, rows, ty))
     }
 }
 
@@ -189,14 +183,20 @@ impl Binder<'_> {
                 }
             }
         }
-        let column = "generate_series".to_string();
-        let plan = LogicalPlan::Values {
-            rows,
-            fields: vec![Field::new(column.clone(), ty)],
-        };
-        let scope = Scope::of_relation(Some(name), [(column, ty, false)]);
-        Ok((plan, scope))
+        Ok(series_relation(name, rows, ty))
     }
+}
+
+/// The rows of a series as a relation named `name` with one column
+/// `generate_series`.
+fn series_relation(name: &str, rows: Vec<Vec<Expr>>, ty: DataType) -> (LogicalPlan, Scope) {
+    let column = "generate_series".to_string();
+    let plan = LogicalPlan::Values {
+        rows,
+        fields: vec![Field::new(column.clone(), ty)],
+    };
+    let scope = Scope::of_relation(Some(name), [(column, ty, false)]);
+    (plan, scope)
 }
 
 /// Whether a FROM item's function name is `[pg_catalog.]generate_series`.
